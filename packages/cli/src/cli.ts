@@ -1,0 +1,4 @@
+#!/usr/bin/env node
+import { VERSION } from './index.ts';
+
+console.log(VERSION);

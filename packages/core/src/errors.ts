@@ -1,0 +1,84 @@
+/**
+ * One error type for everything tensorport refuses. `code` is stable and names exactly what went
+ * wrong (in the spirit of the reference crate's `SafeTensorError` variants); `offset` is a byte
+ * offset in the input when one applies, `tensor` the tensor name when one applies.
+ */
+export type ErrorCode =
+  // safetensors header, in the order the reference checks them
+  | 'HeaderTooSmall'
+  | 'HeaderTooLarge'
+  | 'InvalidHeaderLength'
+  | 'InvalidHeaderUtf8'
+  | 'InvalidHeaderJson'
+  | 'InvalidHeaderStructure'
+  | 'UnknownDtype'
+  | 'InvalidOffset'
+  | 'ValidationOverflow'
+  | 'MisalignedSlice'
+  | 'TensorInvalidInfo'
+  | 'MetadataIncompleteBuffer'
+  // deliberately stricter than the reference
+  | 'DuplicateTensorName'
+  // lookups and API misuse
+  | 'TensorNotFound'
+  | 'RangeOutOfBounds'
+  | 'DimensionTooLarge'
+  // writing
+  | 'ReservedTensorName'
+  | 'TensorByteLengthMismatch'
+  | 'InvalidMetadata'
+  | 'OutputExists'
+  | 'SameInputOutput'
+  // sharded checkpoints
+  | 'InvalidIndex'
+  | 'ShardMissing'
+  | 'ShardMismatch'
+  // conversions
+  | 'UnsupportedCast'
+  | 'UnknownFormat'
+  | 'UnsupportedFormat'
+  // byte sources
+  | 'ReadOutOfBounds'
+  | 'ShortRead'
+  | 'IoError';
+
+export interface TensorportErrorDetails {
+  offset?: number | bigint;
+  tensor?: string;
+  /** A second tensor name, e.g. the first occurrence of a duplicate. */
+  other?: string;
+  path?: string;
+  cause?: unknown;
+}
+
+export class TensorportError extends Error {
+  readonly code: ErrorCode;
+  readonly offset?: number | bigint;
+  readonly tensor?: string;
+  readonly other?: string;
+  readonly path?: string;
+
+  constructor(code: ErrorCode, message: string, details: TensorportErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'TensorportError';
+    this.code = code;
+    if (details.offset !== undefined) this.offset = details.offset;
+    if (details.tensor !== undefined) this.tensor = details.tensor;
+    if (details.other !== undefined) this.other = details.other;
+    if (details.path !== undefined) this.path = details.path;
+  }
+
+  /** A JSON-safe view for `--json` outputs (bigint offsets become decimal strings). */
+  toJSON(): Record<string, unknown> {
+    const out: Record<string, unknown> = { code: this.code, message: this.message };
+    if (this.offset !== undefined) out.offset = typeof this.offset === 'bigint' ? this.offset.toString() : this.offset;
+    if (this.tensor !== undefined) out.tensor = this.tensor;
+    if (this.other !== undefined) out.other = this.other;
+    if (this.path !== undefined) out.path = this.path;
+    return out;
+  }
+}
+
+export function isTensorportError(e: unknown): e is TensorportError {
+  return e instanceof TensorportError;
+}

@@ -1,0 +1,5 @@
+export * from './errors.ts';
+export * from './dtype.ts';
+export * from './tensor.ts';
+export * from './io/source.ts';
+export * from './io/sink.ts';

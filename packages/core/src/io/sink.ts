@@ -1,0 +1,41 @@
+/**
+ * Where a writer puts bytes, strictly in order. A sink is all-or-nothing: `commit` makes the
+ * output visible (a file sink renames its temp file onto the target), `abort` discards it.
+ */
+export interface ByteSink {
+  readonly name: string;
+  write(chunk: Uint8Array): Promise<void>;
+  commit(): Promise<void>;
+  abort(): Promise<void>;
+  readonly bytesWritten: number;
+}
+
+/** Collects everything in memory; `bytes()` after commit. For tests and the browser. */
+export class MemorySink implements ByteSink {
+  bytesWritten = 0;
+  private chunks: Uint8Array[] = [];
+  private result: Uint8Array | null = null;
+  constructor(readonly name = '<memory>') {}
+  async write(chunk: Uint8Array): Promise<void> {
+    // Copy: callers may reuse their buffers.
+    this.chunks.push(chunk.slice());
+    this.bytesWritten += chunk.byteLength;
+  }
+  async commit(): Promise<void> {
+    const out = new Uint8Array(this.bytesWritten);
+    let pos = 0;
+    for (const c of this.chunks) {
+      out.set(c, pos);
+      pos += c.byteLength;
+    }
+    this.chunks = [];
+    this.result = out;
+  }
+  async abort(): Promise<void> {
+    this.chunks = [];
+  }
+  bytes(): Uint8Array {
+    if (!this.result) throw new Error('MemorySink.bytes() before commit()');
+    return this.result;
+  }
+}

@@ -1,0 +1,96 @@
+import { TensorportError } from '../errors.ts';
+
+/**
+ * A positional, read-only view of bytes: a file, a Blob, or memory. Offsets are plain numbers:
+ * exact up to 2^53 bytes (8 PiB), far beyond any checkpoint.
+ * `read` returns exactly `length` bytes or throws; it never reads past `size`.
+ */
+export interface ByteSource {
+  readonly size: number;
+  /** Shown in messages; a file path or a File's name. */
+  readonly name: string;
+  read(offset: number, length: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+  /** Counts bytes actually read, so tools can say "read 12 KB of 100 GB". */
+  readonly bytesRead: number;
+}
+
+export function checkRange(source: { size: number; name: string }, offset: number, length: number): void {
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || offset < 0 || length < 0 || offset + length > source.size) {
+    throw new TensorportError(
+      'ReadOutOfBounds',
+      `read of ${length} bytes at offset ${offset} is outside ${source.name} (${source.size} bytes)`,
+      { offset, path: source.name },
+    );
+  }
+}
+
+export class BytesSource implements ByteSource {
+  readonly size: number;
+  bytesRead = 0;
+  constructor(
+    private readonly bytes: Uint8Array,
+    readonly name = '<memory>',
+  ) {
+    this.size = bytes.byteLength;
+  }
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    checkRange(this, offset, length);
+    this.bytesRead += length;
+    return this.bytes.subarray(offset, offset + length);
+  }
+  async close(): Promise<void> {}
+}
+
+/** `Blob`/`File` (browser or Node ≥ 20): each read is one `slice().arrayBuffer()`. */
+export class BlobSource implements ByteSource {
+  readonly size: number;
+  readonly name: string;
+  bytesRead = 0;
+  constructor(private readonly blob: Blob, name?: string) {
+    this.size = blob.size;
+    this.name = name ?? ((blob as { name?: string }).name || '<blob>');
+  }
+  async read(offset: number, length: number): Promise<Uint8Array> {
+    checkRange(this, offset, length);
+    const buf = new Uint8Array(await this.blob.slice(offset, offset + length).arrayBuffer());
+    if (buf.byteLength !== length) {
+      throw new TensorportError('ShortRead', `${this.name}: expected ${length} bytes at ${offset}, got ${buf.byteLength}`, { offset, path: this.name });
+    }
+    this.bytesRead += length;
+    return buf;
+  }
+  async close(): Promise<void> {}
+}
+
+/** A window [start, start+size) of another source; used for shards and stored ZIP members. */
+export class SliceSource implements ByteSource {
+  constructor(
+    private readonly parent: ByteSource,
+    private readonly start: number,
+    readonly size: number,
+    readonly name = parent.name,
+  ) {
+    checkRange(parent, start, size);
+  }
+  get bytesRead(): number {
+    return this.parent.bytesRead;
+  }
+  read(offset: number, length: number): Promise<Uint8Array> {
+    checkRange(this, offset, length);
+    return this.parent.read(this.start + offset, length);
+  }
+  async close(): Promise<void> {}
+}
+
+/** Streams [offset, offset+length) of a source in chunks of at most `chunkSize` bytes. */
+export async function* readChunks(source: ByteSource, offset: number, length: number, chunkSize = DEFAULT_CHUNK): AsyncGenerator<Uint8Array> {
+  checkRange(source, offset, length);
+  const end = offset + length;
+  for (let pos = offset; pos < end; pos += chunkSize) {
+    yield await source.read(pos, Math.min(chunkSize, end - pos));
+  }
+}
+
+/** 8 MiB: large enough to reach disk bandwidth, small enough to keep memory flat. */
+export const DEFAULT_CHUNK = 8 * 1024 * 1024;
