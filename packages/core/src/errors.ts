@@ -82,3 +82,16 @@ export class TensorportError extends Error {
 export function isTensorportError(e: unknown): e is TensorportError {
   return e instanceof TensorportError;
 }
+
+/** A non-fatal observation (or a collected error) reported by validators and readers. */
+export interface Finding {
+  code: string;
+  message: string;
+  tensor?: string;
+  offset?: number | string;
+  path?: string;
+}
+
+export function toFinding(e: TensorportError): Finding {
+  return e.toJSON() as unknown as Finding;
+}
