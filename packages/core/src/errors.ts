@@ -37,6 +37,16 @@ export type ErrorCode =
   | 'UnsupportedCast'
   | 'UnknownFormat'
   | 'UnsupportedFormat'
+  // pickles and PyTorch checkpoints
+  | 'PickleInvalid'
+  | 'PickleUnsupportedOpcode'
+  | 'PickleDisallowedGlobal'
+  | 'PickleLimitExceeded'
+  | 'TorchInvalidCheckpoint'
+  | 'TorchStorageMismatch'
+  | 'TorchUnsupportedArchive'
+  | 'TorchUnsupportedTensor'
+  | 'TorchUnsupportedDtype'
   // byte sources
   | 'ReadOutOfBounds'
   | 'ShortRead'
