@@ -74,6 +74,12 @@ export type ErrorCode =
   | 'NpyUnsupportedDtype'
   | 'NpyTruncated'
   | 'NpyFortranTooLarge'
+  // MLX quantized layers
+  | 'MlxAmbiguousQuantization'
+  | 'MlxInvalidQuantization'
+  | 'MlxUnsupportedQuantization'
+  | 'MlxInvalidConfig'
+  | 'MlxNonFiniteWeight'
   // byte sources
   | 'ReadOutOfBounds'
   | 'ShortRead'
