@@ -1,0 +1,93 @@
+/**
+ * Little-endian views of tensor bytes. MLX writes unpadded safetensors headers, so tensor data can
+ * start at any byte offset: a typed-array view is used only when the bytes happen to be aligned
+ * (and the host is little-endian, as every platform MLX runs on is); otherwise they are copied.
+ */
+import { roundF16Bits } from './float.ts';
+import { bf16ToNumber, f16Table, numberToBf16 } from './float.ts';
+
+export type FloatDType = 'F16' | 'BF16' | 'F32';
+
+export const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+export function floatBytes(dtype: FloatDType): number {
+  return dtype === 'F32' ? 4 : 2;
+}
+
+export function wordsOf(bytes: Uint8Array): Uint32Array {
+  const n = bytes.byteLength >>> 2;
+  if (LITTLE_ENDIAN && bytes.byteOffset % 4 === 0) return new Uint32Array(bytes.buffer, bytes.byteOffset, n);
+  const out = new Uint32Array(n);
+  for (let i = 0, p = 0; i < n; i++, p += 4) {
+    out[i] = (bytes[p]! | (bytes[p + 1]! << 8) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 24)) >>> 0;
+  }
+  return out;
+}
+
+export function bytesOfWords(words: Uint32Array): Uint8Array {
+  if (LITTLE_ENDIAN) return new Uint8Array(words.buffer, words.byteOffset, words.byteLength);
+  const out = new Uint8Array(words.length * 4);
+  for (let i = 0, p = 0; i < words.length; i++, p += 4) {
+    const w = words[i]!;
+    out[p] = w & 0xff;
+    out[p + 1] = (w >>> 8) & 0xff;
+    out[p + 2] = (w >>> 16) & 0xff;
+    out[p + 3] = w >>> 24;
+  }
+  return out;
+}
+
+function u16At(bytes: Uint8Array, p: number): number {
+  return bytes[p]! | (bytes[p + 1]! << 8);
+}
+
+/** Widens F16/BF16/F32 bytes to f32 values (exactly). */
+export function decodeFloats(bytes: Uint8Array, dtype: FloatDType, out?: Float32Array): Float32Array {
+  const n = bytes.byteLength / floatBytes(dtype);
+  const dst = out ?? new Float32Array(n);
+  if (dtype === 'F32') {
+    if (LITTLE_ENDIAN && bytes.byteOffset % 4 === 0) {
+      dst.set(new Float32Array(bytes.buffer, bytes.byteOffset, n));
+    } else {
+      const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      for (let i = 0; i < n; i++) dst[i] = view.getFloat32(i * 4, true);
+    }
+  } else if (dtype === 'F16') {
+    const table = f16Table();
+    for (let i = 0; i < n; i++) dst[i] = table[u16At(bytes, i * 2)]!;
+  } else {
+    const bits = new Uint32Array(dst.buffer, dst.byteOffset, n);
+    for (let i = 0; i < n; i++) bits[i] = u16At(bytes, i * 2) << 16;
+  }
+  return dst;
+}
+
+/** Encodes values (already representable in `dtype`, or rounded to it ties-to-even) as bytes. */
+export function encodeFloats(values: ArrayLike<number>, dtype: FloatDType, out?: Uint8Array): Uint8Array {
+  const n = values.length;
+  const dst = out ?? new Uint8Array(n * floatBytes(dtype));
+  if (dtype === 'F32') {
+    if (LITTLE_ENDIAN && dst.byteOffset % 4 === 0) {
+      new Float32Array(dst.buffer, dst.byteOffset, n).set(values);
+    } else {
+      const view = new DataView(dst.buffer, dst.byteOffset, dst.byteLength);
+      for (let i = 0; i < n; i++) view.setFloat32(i * 4, values[i]!, true);
+    }
+    return dst;
+  }
+  for (let i = 0; i < n; i++) {
+    const h = dtype === 'F16' ? roundF16Bits(values[i]!) : numberToBf16(values[i]!);
+    dst[i * 2] = h & 0xff;
+    dst[i * 2 + 1] = h >>> 8;
+  }
+  return dst;
+}
+
+/** Value of `x` rounded to `dtype` (ties to even), as a number. */
+export function roundTo(dtype: FloatDType, x: number): number {
+  if (dtype === 'F32') return Math.fround(x);
+  if (dtype === 'BF16') return bf16ToNumber(numberToBf16(x));
+  return f16Table()[roundF16Bits(x)]!;
+}
+
+
