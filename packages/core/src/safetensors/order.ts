@@ -1,0 +1,34 @@
+import { dtypeRank, type DType } from '../dtype.ts';
+
+/**
+ * Compares two strings by their UTF-8 bytes, which is Unicode code point order (what Rust's
+ * `String` and Python's `str` comparisons use). JavaScript's `<` compares UTF-16 code units, which
+ * puts astral-plane characters (surrogate pairs, 0xD800–0xDFFF) before U+E000–U+FFFF. At the first
+ * differing unit, moving surrogates above 0xFFFF (and everything from 0xE000 down to make room)
+ * restores code point order without encoding either string.
+ */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointKey(x) - codePointKey(y);
+  }
+  return a.length - b.length;
+}
+
+function codePointKey(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}
+
+/**
+ * The reference writer's order: dtype rank descending (largest alignment first, so every tensor
+ * starts at a multiple of its element size), then name by UTF-8 bytes. Returns indices into `items`.
+ */
+export function writeOrder(items: ReadonlyArray<{ readonly name: string; readonly dtype: DType }>): number[] {
+  const ranks = items.map((t) => dtypeRank(t.dtype));
+  const order = items.map((_, i) => i);
+  order.sort((i, j) => ranks[j]! - ranks[i]! || compareUtf8(items[i]!.name, items[j]!.name));
+  return order;
+}

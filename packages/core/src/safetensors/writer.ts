@@ -1,0 +1,228 @@
+import { byteLength as expectedByteLength, isDType, type DType } from '../dtype.ts';
+import { TensorportError } from '../errors.ts';
+import type { ByteSink } from '../io/sink.ts';
+import type { TensorDescriptor } from '../tensor.ts';
+import { writeOrder } from './order.ts';
+
+/** What the header needs to know about a tensor: no data. */
+export interface TensorLayout {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly byteLength: number;
+}
+
+/** `null` writes no `__metadata__` key; an empty map writes `"__metadata__":{}`. */
+export type MetadataInput = ReadonlyMap<string, string> | Readonly<Record<string, string>> | null | undefined;
+
+export interface SafetensorsPlan {
+  /** The first 8 + N bytes of the file: u64 LE N, compact JSON, spaces up to a multiple of 8. */
+  readonly header: Uint8Array;
+  /** Indices into the input array, in the order the data is written. */
+  readonly order: number[];
+  /** `[begin, end)` in the data buffer for each input tensor, indexed like the input (not by `order`). */
+  readonly offsets: ReadonlyArray<readonly [number, number]>;
+  /** Bytes after the header. */
+  readonly dataLength: number;
+}
+
+export interface WriteOptions {
+  /** Called after every chunk with bytes written so far (header included) and the file's total size. */
+  onProgress?(bytesDone: number, total: number): void;
+  /** Requested chunk size when streaming tensors (the source decides the actual sizes). */
+  chunkSize?: number;
+}
+
+/** The reference's `MAX_HEADER_SIZE` (10^8 bytes, not 100 MiB), checked after padding. */
+const MAX_HEADER_BYTES = 100_000_000;
+
+/**
+ * Computes the complete header before any data is written, rejecting what the reference would
+ * write but could not read back (a tensor named `__metadata__`, issue safetensors#849) and what it
+ * rejects on write (header > 10^8 bytes).
+ */
+export function planSafetensors(tensors: readonly TensorLayout[], metadata: MetadataInput): SafetensorsPlan {
+  const meta = metadataEntries(metadata);
+  checkTensors(tensors);
+  const order = writeOrder(tensors);
+  const offsets: Array<readonly [number, number]> = new Array(tensors.length);
+  let end = 0;
+  for (const i of order) {
+    const begin = end;
+    end += tensors[i]!.byteLength;
+    if (!Number.isSafeInteger(end)) {
+      throw new TensorportError('ValidationOverflow', 'total tensor size exceeds 2^53 bytes', { tensor: tensors[i]!.name });
+    }
+    offsets[i] = [begin, end];
+  }
+  const json = headerJson(tensors, order, offsets, meta);
+  return { header: padHeader(json), order, offsets, dataLength: end };
+}
+
+/**
+ * Writes a complete safetensors file to `sink` and commits it; on any error the sink is aborted
+ * (a file sink leaves nothing behind) and the error rethrown.
+ */
+export async function writeSafetensors(
+  tensors: readonly TensorDescriptor[],
+  metadata: MetadataInput,
+  sink: ByteSink,
+  opts: WriteOptions = {},
+): Promise<{ bytes: number }> {
+  try {
+    const result = await streamSafetensors(tensors, metadata, sink, opts);
+    await sink.commit();
+    return result;
+  } catch (e) {
+    await abortQuietly(sink);
+    throw e;
+  }
+}
+
+/**
+ * Streams header and data into `sink` without committing or aborting it, for callers that commit
+ * several files together (sharded checkpoints). Each tensor must stream exactly `byteLength` bytes.
+ */
+export async function streamSafetensors(
+  tensors: readonly TensorDescriptor[],
+  metadata: MetadataInput,
+  sink: ByteSink,
+  opts: WriteOptions = {},
+): Promise<{ bytes: number }> {
+  const plan = planSafetensors(tensors, metadata);
+  const total = plan.header.byteLength + plan.dataLength;
+  let done = plan.header.byteLength;
+  await sink.write(plan.header);
+  opts.onProgress?.(done, total);
+  for (const i of plan.order) {
+    const t = tensors[i]!;
+    let streamed = 0;
+    for await (const chunk of t.chunks(opts.chunkSize)) {
+      streamed += chunk.byteLength;
+      if (streamed > t.byteLength) break;
+      if (chunk.byteLength === 0) continue;
+      await sink.write(chunk);
+      done += chunk.byteLength;
+      opts.onProgress?.(done, total);
+    }
+    if (streamed !== t.byteLength) {
+      throw new TensorportError(
+        'TensorByteLengthMismatch',
+        `tensor ${JSON.stringify(t.name)} streamed ${streamed > t.byteLength ? 'more than' : streamed} bytes, expected ${t.byteLength}`,
+        { tensor: t.name },
+      );
+    }
+  }
+  return { bytes: total };
+}
+
+export async function abortQuietly(sink: ByteSink): Promise<void> {
+  try {
+    await sink.abort();
+  } catch {
+    // The original error is the one worth reporting.
+  }
+}
+
+function metadataEntries(metadata: MetadataInput): Array<[string, string]> | null {
+  if (metadata === null || metadata === undefined) return null;
+  if (typeof metadata !== 'object') throw new TensorportError('InvalidMetadata', `metadata must be a map of strings, got ${describe(metadata)}`);
+  const entries: Array<[unknown, unknown]> = metadata instanceof Map ? [...metadata.entries()] : Object.entries(metadata);
+  for (const [k, v] of entries) {
+    if (typeof k !== 'string' || typeof v !== 'string') {
+      throw new TensorportError('InvalidMetadata', `metadata ${typeof k === 'string' ? `value for ${JSON.stringify(k)}` : 'key'} must be a string, got ${describe(typeof k === 'string' ? v : k)}`);
+    }
+    checkUnicode(k, 'metadata key');
+    checkUnicode(v, `metadata value for ${JSON.stringify(k)}`);
+  }
+  return entries as Array<[string, string]>;
+}
+
+function checkTensors(tensors: readonly TensorLayout[]): void {
+  const seen = new Set<string>();
+  for (const t of tensors) {
+    const name = t.name;
+    if (typeof name !== 'string') throw new TensorportError('TensorInvalidInfo', `tensor name must be a string, got ${describe(name)}`);
+    if (name === '__metadata__') {
+      throw new TensorportError('ReservedTensorName', 'a tensor cannot be named "__metadata__": the file could not be read back', { tensor: name });
+    }
+    if (seen.has(name)) throw new TensorportError('DuplicateTensorName', `two tensors are named ${JSON.stringify(name)}`, { tensor: name });
+    seen.add(name);
+    checkUnicode(name, 'tensor name', name);
+    if (typeof t.dtype !== 'string' || !isDType(t.dtype)) {
+      throw new TensorportError('UnknownDtype', `tensor ${JSON.stringify(name)} has unknown dtype ${describe(t.dtype)}`, { tensor: name });
+    }
+    if (!Array.isArray(t.shape) || !t.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      throw new TensorportError('TensorInvalidInfo', `tensor ${JSON.stringify(name)} has an invalid shape`, { tensor: name });
+    }
+    const expected = expectedByteLength(t.dtype, t.shape, name);
+    if (t.byteLength !== expected) {
+      throw new TensorportError(
+        'TensorByteLengthMismatch',
+        `tensor ${JSON.stringify(name)} (${t.dtype} [${t.shape.join(', ')}]) needs ${expected} bytes, descriptor says ${describe(t.byteLength)}`,
+        { tensor: name },
+      );
+    }
+  }
+}
+
+/** A lone surrogate has no UTF-8 encoding: TextEncoder would silently write U+FFFD instead. */
+function checkUnicode(s: string, what: string, tensor?: string): void {
+  if (LONE_SURROGATE.test(s)) {
+    throw new TensorportError('InvalidHeaderUtf8', `${what} ${JSON.stringify(s)} contains a lone surrogate, which UTF-8 cannot encode`, tensor === undefined ? {} : { tensor });
+  }
+}
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * The header JSON exactly as serde_json writes the reference's struct: compact, `__metadata__`
+ * first, then tensors in write order, fields `dtype, shape, data_offsets`. Built string by string:
+ * a JS object would put integer-like keys ("2", "10") first. `JSON.stringify` of a single string
+ * escapes exactly like serde_json (only `"`, `\` and controls < 0x20, as \b \t \n \f \r or
+ * \u00xx with lowercase hex; everything else raw).
+ */
+function headerJson(
+  tensors: readonly TensorLayout[],
+  order: readonly number[],
+  offsets: ReadonlyArray<readonly [number, number]>,
+  meta: ReadonlyArray<[string, string]> | null,
+): string {
+  const parts: string[] = [];
+  let length = 0;
+  const push = (s: string): void => {
+    parts.push(s);
+    // UTF-8 is never shorter than UTF-16, so this bails out before building a huge string.
+    length += s.length;
+    if (length > MAX_HEADER_BYTES) throw headerTooLarge(length);
+  };
+  if (meta !== null) {
+    push('"__metadata__":{' + meta.map(([k, v]) => JSON.stringify(k) + ':' + JSON.stringify(v)).join(',') + '}');
+  }
+  for (const i of order) {
+    const t = tensors[i]!;
+    const [begin, end] = offsets[i]!;
+    push(`${JSON.stringify(t.name)}:{"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"data_offsets":[${begin},${end}]}`);
+  }
+  return '{' + parts.join(',') + '}';
+}
+
+function padHeader(json: string): Uint8Array {
+  const body = new TextEncoder().encode(json);
+  const n = Math.ceil(body.byteLength / 8) * 8;
+  if (n > MAX_HEADER_BYTES) throw headerTooLarge(n);
+  const out = new Uint8Array(8 + n);
+  new DataView(out.buffer).setBigUint64(0, BigInt(n), true);
+  out.set(body, 8);
+  out.fill(0x20, 8 + body.byteLength);
+  return out;
+}
+
+function headerTooLarge(n: number): TensorportError {
+  return new TensorportError('HeaderTooLarge', `header would be at least ${n} bytes; the reference reads at most ${MAX_HEADER_BYTES}`);
+}
+
+function describe(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v);
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return String(v);
+  return v === null ? 'null' : typeof v;
+}
