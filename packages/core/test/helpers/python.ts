@@ -175,15 +175,24 @@ function countTestsLater(report: (count: number | null) => void): void {
   setTimeout(() => report(collector?.file ? count(collector.file) : null), 0);
 }
 
+export interface RequireOptions {
+  /**
+   * Extra coverage that CI may lack (e.g. torch next to safetensors): skip with the message even
+   * when TENSORPORT_REQUIRE_INTEROP=1.
+   */
+  optional?: boolean;
+}
+
 /**
  * The gate for interop tests. Returns the interpreter, or null after printing
- * `interop: skipped N tests: no python with a,b`. Throws instead when TENSORPORT_REQUIRE_INTEROP=1.
+ * `interop: skipped N tests: no python with a,b`. Throws instead when TENSORPORT_REQUIRE_INTEROP=1
+ * (unless `optional`).
  */
-export async function requirePython(modules: string[]): Promise<PythonInfo | null> {
+export async function requirePython(modules: string[], options: RequireOptions = {}): Promise<PythonInfo | null> {
   const py = await findPython(modules);
   if (py) return py;
   const what = `no python with ${modules.join(',')} (tried ${pythonCandidates().join(', ')})`;
-  if (process.env.TENSORPORT_REQUIRE_INTEROP === '1') {
+  if (process.env.TENSORPORT_REQUIRE_INTEROP === '1' && !options.optional) {
     throw new Error(`interop required (TENSORPORT_REQUIRE_INTEROP=1) but ${what}`);
   }
   countTestsLater((n) => {
