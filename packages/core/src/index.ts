@@ -6,3 +6,5 @@ export * from './io/sink.ts';
 export * from './safetensors/order.ts';
 export * from './safetensors/writer.ts';
 export * from './zip/index.ts';
+export { parseJson, JsonCursor, SERDE_MAX_DEPTH, type JsonValue, type JsonObject, type JsonEntry, type JsonNumber, type JsonOptions } from './safetensors/json.ts';
+export * from './safetensors/header.ts';
