@@ -1,0 +1,140 @@
+/**
+ * The `quantization` section of an MLX model's config.json (mirrored by mlx-lm into
+ * `quantization_config`): default `group_size`, `bits`, `mode` (absent before Aug 2025, meaning
+ * affine), plus entries keyed by module path: a dict overrides the defaults for that module,
+ * `false` marks it unquantized, `true` means the defaults (older mlx-lm wrote one entry per leaf).
+ */
+import { TensorportError } from '@tensorport/core';
+import { FP_MODES, type FpMode } from './fp.ts';
+
+export type QuantMode = 'affine' | FpMode;
+
+export interface QuantParams {
+  mode: QuantMode;
+  bits: number;
+  groupSize: number;
+}
+
+export interface QuantizationConfig {
+  /** Which key it came from. */
+  key: 'quantization' | 'quantization_config';
+  defaults: Partial<QuantParams>;
+  /** Module path → override (`{}` for `true`) or `false`. */
+  modules: Map<string, Partial<QuantParams> | false>;
+}
+
+/** Keys some producers add to the section that carry no per-module meaning. */
+const IGNORED_KEYS = new Set(['quant_method', 'linear_class', 'quantization_mode']);
+
+export function isQuantMode(m: unknown): m is QuantMode {
+  return m === 'affine' || (typeof m === 'string' && Object.hasOwn(FP_MODES, m));
+}
+
+function bad(message: string): TensorportError {
+  return new TensorportError('MlxInvalidConfig', message);
+}
+
+function parseParams(where: string, o: Record<string, unknown>): Partial<QuantParams> {
+  const out: Partial<QuantParams> = {};
+  for (const [k, field] of [['bits', 'bits'], ['group_size', 'groupSize']] as const) {
+    const v = o[k];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw bad(`${where}.${k} must be a positive integer, not ${JSON.stringify(v)}`);
+    out[field] = v;
+  }
+  const mode = o.mode;
+  if (mode !== undefined && mode !== null) {
+    if (!isQuantMode(mode)) throw bad(`${where}.mode ${JSON.stringify(mode)} is not one of affine, mxfp4, mxfp8, nvfp4`);
+    out.mode = mode;
+  }
+  return out;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Reads the quantization section of a parsed config.json, or null when it has none. A
+ * `quantization_config` that names a non-MLX `quant_method` (AWQ, GPTQ, FP8, compressed-tensors)
+ * describes other tensor names and is ignored; `quant_method: "mxfp4"` (gpt-oss) maps to mxfp4 as
+ * the mlx-lm loader does.
+ */
+export function parseQuantizationConfig(config: unknown): QuantizationConfig | null {
+  if (config === undefined || config === null) return null;
+  if (!isObject(config)) throw bad('config.json must hold a JSON object');
+  let key: QuantizationConfig['key'] = 'quantization';
+  let section = config.quantization;
+  if (section === undefined || section === null) {
+    key = 'quantization_config';
+    section = config.quantization_config;
+  }
+  if (section === undefined || section === null) return null;
+  if (!isObject(section)) throw bad(`config.json "${key}" must be an object`);
+  const method = section.quant_method;
+  if (key === 'quantization_config' && method !== undefined) {
+    if (method !== 'mxfp4') return null;
+    return { key, defaults: { mode: 'mxfp4', bits: 4, groupSize: 32 }, modules: new Map() };
+  }
+  const defaults = parseParams(key, section);
+  const modules = new Map<string, Partial<QuantParams> | false>();
+  for (const [name, v] of Object.entries(section)) {
+    if (name === 'bits' || name === 'group_size' || name === 'mode' || IGNORED_KEYS.has(name)) continue;
+    if (v === false) modules.set(name, false);
+    else if (v === true) modules.set(name, {});
+    else if (isObject(v)) modules.set(name, parseParams(`${key}["${name}"]`, v));
+    else throw bad(`config.json ${key}["${name}"] must be an object or a boolean, not ${JSON.stringify(v)}`);
+  }
+  return { key, defaults, modules };
+}
+
+/** The quantization hints our own writer puts in `__metadata__` (MLX itself writes none). */
+export function parseQuantizationMetadata(metadata: ReadonlyMap<string, string> | null | undefined): Partial<QuantParams> {
+  const out: Partial<QuantParams> = {};
+  if (!metadata) return out;
+  for (const [key, field] of [['quantization_bits', 'bits'], ['quantization_group_size', 'groupSize']] as const) {
+    const v = metadata.get(key);
+    if (v === undefined) continue;
+    if (!/^[1-9][0-9]{0,5}$/.test(v)) throw bad(`__metadata__ ${key} must be a positive decimal integer, not ${JSON.stringify(v)}`);
+    out[field] = Number(v);
+  }
+  const mode = metadata.get('quantization_mode');
+  if (mode !== undefined) {
+    if (!isQuantMode(mode)) throw bad(`__metadata__ quantization_mode ${JSON.stringify(mode)} is not one of affine, mxfp4, mxfp8, nvfp4`);
+    out.mode = mode;
+  }
+  return out;
+}
+
+/**
+ * config.json with `quantization` and its mirror `quantization_config`, as mlx-lm's save_config
+ * writes it: top-level keys sorted, 4-space indent, non-ASCII escaped (Python's json defaults).
+ */
+export function formatConfigJson(config: Record<string, unknown>): string {
+  const sorted: Record<string, unknown> = {};
+  for (const k of Object.keys(config).sort()) sorted[k] = config[k];
+  return pythonJson(sorted);
+}
+
+/** JSON.stringify with indent 4, then `\uXXXX` for non-ASCII as Python's `ensure_ascii`. */
+export function pythonJson(value: unknown): string {
+  return JSON.stringify(value, null, 4).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+export function quantizationSection(defaults: QuantParams, overrides: ReadonlyMap<string, QuantParams | false>): Record<string, unknown> {
+  const section: Record<string, unknown> = { group_size: defaults.groupSize, bits: defaults.bits, mode: defaults.mode };
+  for (const [path, p] of overrides) section[path] = p === false ? false : { group_size: p.groupSize, bits: p.bits, mode: p.mode };
+  return section;
+}
+
+/** A copy of `config` with the quantization section (and its mirror) replaced, or removed. */
+export function withQuantization(config: Record<string, unknown> | undefined, section: Record<string, unknown> | null): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...(config ?? {}) };
+  delete out.quantization;
+  delete out.quantization_config;
+  if (section) {
+    out.quantization = section;
+    out.quantization_config = structuredClone(section);
+  }
+  return out;
+}
