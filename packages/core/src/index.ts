@@ -8,3 +8,5 @@ export * from './safetensors/writer.ts';
 export * from './zip/index.ts';
 export { parseJson, JsonCursor, SERDE_MAX_DEPTH, type JsonValue, type JsonObject, type JsonEntry, type JsonNumber, type JsonOptions } from './safetensors/json.ts';
 export * from './safetensors/header.ts';
+export * from './cast.ts';
+export * from './float16.ts';
