@@ -1,0 +1,128 @@
+/**
+ * Every fixture written by the real Python tools (fixtures/safetensors, see fixtures/README.md)
+ * reads back with the names, dtypes, shapes, offsets, metadata and bytes its manifest records.
+ * The manifests' SHA-256s were computed by Python from the tensors before they were written.
+ */
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { BytesSource, readHeader, validateSafetensors } from '../src/index.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../../fixtures/safetensors');
+
+interface ManifestTensor {
+  name: string;
+  dtype: string;
+  shape: number[];
+  dataOffsets: [number, number];
+  byteLength: number;
+  sha256: string;
+}
+interface Manifest {
+  file: string;
+  writer: string;
+  fileSize: number;
+  fileSha256: string;
+  headerLength: number;
+  metadata?: Record<string, string> | null;
+  tensors?: ManifestTensor[];
+  description?: string;
+  reference: { accepted: boolean; error?: string };
+}
+
+const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+
+async function manifestsIn(dir: string): Promise<Manifest[]> {
+  const names = (await readdir(join(ROOT, dir))).filter((n) => n.endsWith('.manifest.json')).sort();
+  return Promise.all(names.map(async (n) => JSON.parse(await readFile(join(ROOT, dir, n), 'utf8')) as Manifest));
+}
+
+const top = await manifestsIn('.');
+const shards = await manifestsIn('sharded');
+const negatives = await manifestsIn('negative');
+const positives = [...top, ...shards];
+
+async function bytesOf(m: Manifest): Promise<Uint8Array> {
+  const bytes = new Uint8Array(await readFile(join(ROOT, m.file)));
+  // The fixture is the file the manifest describes (not edited or re-generated halfway).
+  expect(bytes.byteLength).toBe(m.fileSize);
+  expect(sha256(bytes)).toBe(m.fileSha256);
+  return bytes;
+}
+
+/** Zero-size tensors may share an offset: order ties by name so both sides list them alike. */
+const byRange = <T extends { name: string }>(list: T[], range: (t: T) => [number, number]): T[] =>
+  [...list].sort((a, b) => range(a)[0] - range(b)[0] || range(a)[1] - range(b)[1] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+describe('fixtures written by safetensors / torch / numpy', () => {
+  it('covers every dtype the package writes, the transformer shard and the sharded checkpoint', () => {
+    const dtypes = new Set(positives.flatMap((m) => m.tensors!.map((t) => t.dtype)));
+    for (const d of ['BOOL', 'U8', 'I8', 'I16', 'U16', 'F16', 'BF16', 'I32', 'U32', 'F32', 'C64', 'F64', 'I64', 'U64',
+      'F8_E4M3', 'F8_E5M2', 'F8_E8M0', 'F8_E4M3FNUZ', 'F8_E5M2FNUZ', 'F4']) {
+      expect(dtypes, d).toContain(d);
+    }
+    expect(top.map((m) => m.file)).toContain('transformer_shard.safetensors');
+    expect(shards.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it.each(positives.map((m) => [m.file, m] as const))('%s reads back as its manifest says', async (_file, m) => {
+    const bytes = await bytesOf(m);
+    const source = new BytesSource(bytes, m.file);
+    const result = await validateSafetensors(source);
+    expect(result.errors).toEqual([]);
+    expect(result.valid).toBe(true);
+
+    const header = await readHeader(source);
+    expect(header.headerLength).toBe(m.headerLength);
+    expect(header.dataStart).toBe(8 + m.headerLength);
+    expect(header.metadata === null ? null : [...header.metadata.entries()].sort()).toEqual(
+      m.metadata === null || m.metadata === undefined ? null : Object.entries(m.metadata).sort(),
+    );
+
+    const ours = byRange(header.tensors, (t) => [t.begin, t.end]);
+    const theirs = byRange(m.tensors!, (t) => t.dataOffsets);
+    expect(ours.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, offsets: [t.begin, t.end] }))).toEqual(
+      theirs.map((t) => ({ name: t.name, dtype: t.dtype, shape: t.shape, offsets: t.dataOffsets })),
+    );
+    for (const [i, t] of ours.entries()) {
+      const data = bytes.subarray(header.dataStart + t.begin, header.dataStart + t.end);
+      expect(data.byteLength).toBe(theirs[i]!.byteLength);
+      expect(sha256(data), t.name).toBe(theirs[i]!.sha256);
+    }
+  });
+
+  it('the sharded index maps every tensor to the shard that holds it; total_size adds up', async () => {
+    const index = JSON.parse(await readFile(join(ROOT, 'sharded/model.safetensors.index.json'), 'utf8')) as {
+      metadata: { total_size: number };
+      weight_map: Record<string, string>;
+    };
+    const expected: Record<string, string> = {};
+    let total = 0;
+    for (const m of shards) {
+      for (const t of m.tensors!) {
+        expected[t.name] = m.file.replace(/^sharded\//, '');
+        total += t.byteLength;
+      }
+    }
+    expect(index.weight_map).toEqual(expected);
+    expect(index.metadata.total_size).toBe(total);
+  });
+});
+
+describe("the documentation's negative example", () => {
+  it('exists and the reference rejected it when it was generated', () => {
+    expect(negatives.map((m) => m.file)).toContain('negative/doc_offsets_3_8195_truncated.safetensors');
+    for (const m of negatives) expect(m.reference.accepted).toBe(false);
+  });
+
+  it.each(negatives.map((m) => [m.file, m] as const))('%s is rejected', async (_file, m) => {
+    const bytes = await bytesOf(m);
+    const result = await validateSafetensors(new BytesSource(bytes, m.file));
+    expect(result.valid).toBe(false);
+    // The reference: "invalid offset for tensor `weight`" (the first tensor must start at 0).
+    expect(result.errors[0]).toMatchObject({ code: 'InvalidOffset', tensor: 'weight' });
+    await expect(readHeader(new BytesSource(bytes, m.file))).rejects.toMatchObject({ code: 'InvalidOffset' });
+  });
+});
