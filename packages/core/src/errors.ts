@@ -37,6 +37,7 @@ export type ErrorCode =
   | 'UnsupportedCast'
   | 'UnknownFormat'
   | 'UnsupportedFormat'
+  | 'InvalidOption'
   // pickles and PyTorch checkpoints
   | 'PickleInvalid'
   | 'PickleUnsupportedOpcode'
