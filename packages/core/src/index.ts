@@ -10,3 +10,5 @@ export { parseJson, JsonCursor, SERDE_MAX_DEPTH, type JsonValue, type JsonObject
 export * from './safetensors/header.ts';
 export * from './cast.ts';
 export * from './float16.ts';
+export * from './safetensors/reader.ts';
+export * from './detect.ts';
