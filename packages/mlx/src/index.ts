@@ -4,3 +4,7 @@ export { decodeFloats, encodeFloats, roundTo, wordsOf, bytesOfWords, type FloatD
 export * from './fp.ts';
 export * from './config.ts';
 export * from './layers.ts';
+export * from './dequantize.ts';
+export * from './quantize.ts';
+export * from './repack.ts';
+export { RowReader, rowsPerBlock } from './rows.ts';
