@@ -3,8 +3,7 @@
  * start at any byte offset: a typed-array view is used only when the bytes happen to be aligned
  * (and the host is little-endian, as every platform MLX runs on is); otherwise they are copied.
  */
-import { roundF16Bits } from './float.ts';
-import { bf16ToNumber, f16Table, numberToBf16 } from './float.ts';
+import { bf16ToNumber, f16Table, roundBf16Bits, roundF16Bits } from './float.ts';
 
 export type FloatDType = 'F16' | 'BF16' | 'F32';
 
@@ -76,7 +75,7 @@ export function encodeFloats(values: ArrayLike<number>, dtype: FloatDType, out?:
     return dst;
   }
   for (let i = 0; i < n; i++) {
-    const h = dtype === 'F16' ? roundF16Bits(values[i]!) : numberToBf16(values[i]!);
+    const h = dtype === 'F16' ? roundF16Bits(values[i]!) : roundBf16Bits(values[i]!);
     dst[i * 2] = h & 0xff;
     dst[i * 2 + 1] = h >>> 8;
   }
@@ -86,7 +85,7 @@ export function encodeFloats(values: ArrayLike<number>, dtype: FloatDType, out?:
 /** Value of `x` rounded to `dtype` (ties to even), as a number. */
 export function roundTo(dtype: FloatDType, x: number): number {
   if (dtype === 'F32') return Math.fround(x);
-  if (dtype === 'BF16') return bf16ToNumber(numberToBf16(x));
+  if (dtype === 'BF16') return bf16ToNumber(roundBf16Bits(x));
   return f16Table()[roundF16Bits(x)]!;
 }
 

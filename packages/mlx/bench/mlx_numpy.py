@@ -1,0 +1,117 @@
+"""A vectorised numpy implementation of MLX affine quantization (the same kernels as
+packages/mlx/src/affine.ts, written independently from the kernel text), used by the benchmark
+(bench/mlx.mjs) and by the interop test as a second implementation.
+
+Arrays: weights as float32 values widened from their dtype; bf16 travels as uint16 bits.
+Protocol (stdin/stdout) for the test and bench: see main().
+"""
+import json
+import sys
+import time
+
+import numpy as np
+
+F32 = np.float32
+
+
+def to_f32(raw: bytes, dtype: str) -> np.ndarray:
+    if dtype == "F32":
+        return np.frombuffer(raw, "<f4").astype(F32)
+    if dtype == "F16":
+        return np.frombuffer(raw, "<f2").astype(F32)
+    return (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(F32)
+
+
+def from_f32(x: np.ndarray, dtype: str) -> bytes:
+    """Round f32 values to dtype (ties to even) and return little-endian bytes."""
+    x = np.ascontiguousarray(x, dtype=F32)
+    if dtype == "F32":
+        return x.astype("<f4").tobytes()
+    if dtype == "F16":
+        return x.astype("<f2").tobytes()
+    u = x.view(np.uint32).astype(np.uint64)
+    return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype("<u2")).tobytes()
+
+
+def round_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
+    return to_f32(from_f32(x, dtype), dtype)
+
+
+def round_away(x: np.ndarray) -> np.ndarray:
+    t = np.trunc(x)
+    frac = x - t  # exact
+    return t + np.where(np.abs(frac) >= F32(0.5), np.sign(x), F32(0))
+
+
+def pack(q: np.ndarray, bits: int) -> np.ndarray:
+    """Codes (uint) → uint32 words: one little-endian, LSB-first bit stream."""
+    q = q.astype(np.uint32).reshape(-1)
+    if 32 % bits == 0:
+        per = 32 // bits
+        shifts = (np.arange(per, dtype=np.uint32) * bits)
+        return np.bitwise_or.reduce(q.reshape(-1, per) << shifts, axis=1).astype("<u4")
+    stream = ((q[:, None] >> np.arange(bits, dtype=np.uint32)) & 1).astype(np.uint8).reshape(-1)
+    return np.packbits(stream, bitorder="little").view("<u4")
+
+
+def unpack(words: np.ndarray, bits: int, count: int) -> np.ndarray:
+    stream = np.unpackbits(words.astype("<u4").view(np.uint8), bitorder="little")[: count * bits]
+    weights = (1 << np.arange(bits, dtype=np.uint32))
+    return (stream.reshape(-1, bits).astype(np.uint32) * weights).sum(axis=1, dtype=np.uint32)
+
+
+def quantize(w: np.ndarray, group_size: int, bits: int, variant: str, dtype: str):
+    x = w.astype(F32).reshape(-1, group_size)
+    n_bins = F32(2**bits - 1)
+    eps = F32(1e-7)
+    w_max = x.max(axis=1)
+    w_min = x.min(axis=1)
+    if variant == "gpu":
+        w_max = np.maximum(w_max, F32(0))
+    rnd = np.rint if variant == "cpu" else round_away
+    mask = np.abs(w_min) > np.abs(w_max)
+    scale = np.maximum((w_max - w_min) / n_bins, eps)
+    scale = np.where(mask, scale, -scale)
+    edge = np.where(mask, w_min, w_max)
+    q0 = rnd(edge / scale)
+    nz = q0 != 0
+    scale = np.where(nz, edge / np.where(nz, q0, F32(1)), scale).astype(F32)
+    bias = np.where(nz, edge, F32(0)).astype(F32)
+    q = rnd((x - bias[:, None]) / scale[:, None])
+    q = np.clip(q, F32(0), n_bins)
+    return pack(q, bits), round_dtype(scale, dtype), bias
+
+
+def dequantize(words: np.ndarray, scales: np.ndarray, biases: np.ndarray, group_size: int, bits: int, dtype: str) -> np.ndarray:
+    """T(T(q * s) + b) with s, b already in T (as f32 values); returns f32 values in T."""
+    q = unpack(words, bits, scales.size * group_size).astype(F32).reshape(-1, group_size)
+    prod = round_dtype(q * scales.reshape(-1, 1), dtype).reshape(-1, group_size)
+    return round_dtype(prod + biases.reshape(-1, 1), dtype).reshape(-1)
+
+
+def main():
+    """stdin: a JSON line {op, dtype, bits, group_size, variant, repeat} then raw weight bytes.
+    op "quantize": prints JSON {seconds}, then writes words, scales, biases (dtype) as one blob.
+    op "roundtrip": quantize then dequantize, printing timing of each; writes dequantized bytes."""
+    head = sys.stdin.buffer.readline()
+    spec = json.loads(head)
+    raw = sys.stdin.buffer.read()
+    dtype, bits, gs = spec["dtype"], spec["bits"], spec["group_size"]
+    w = to_f32(raw, dtype)
+    repeat = spec.get("repeat", 1)
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        words, scales, biases = quantize(w, gs, bits, spec.get("variant", "gpu"), dtype)
+    tq = (time.perf_counter() - t0) / repeat
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        out = dequantize(words, scales, biases, gs, bits, dtype)
+    td = (time.perf_counter() - t0) / repeat
+    blob = words.astype("<u4").tobytes() + from_f32(scales, dtype) + from_f32(biases, dtype) + from_f32(out, dtype)
+    sys.stdout.write(json.dumps({"quantize_seconds": tq, "dequantize_seconds": td, "numpy": np.__version__}) + "\n")
+    sys.stdout.flush()
+    sys.stdout.buffer.write(blob)
+
+
+if __name__ == "__main__":
+    main()
