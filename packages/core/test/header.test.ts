@@ -152,6 +152,9 @@ describe('probes against safetensors 0.8.0 (section 2.5 and our own, see docs/fo
     ['numbers the reference parses in unknown fields', '{"x":{"dtype":"U8","shape":[0],"data_offsets":[0,0],"u":[-0,1E1,1.0e-0,-1e-999999999999999,-1,1e308,1.5e308,0e99999999999999]}}', 0],
     ['DEL and U+2028 raw in strings', '{"__metadata__":{"\u007f":"\u2028"}}', 0],
     ['header exactly {}', '{}', 0],
+    ['an escaped field name "\\u0064type"', '{"a":{"\\u0064type":"F32","shape":[2],"data_offsets":[0,8]}}', D8],
+    ['__metadata__ after the tensors', `{"a":${T},"__metadata__":{"k":"v"}}`, D8],
+    ['__metadata__ as an unknown field inside an entry', '{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"__metadata__":5}}', D8],
     ['depth 127 (top + entry + 125 arrays)', `{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":${'['.repeat(125)}${']'.repeat(125)}}}`, D8],
   ];
   it.each(accepted)('accepts: %s', async (_label, header, data) => {
@@ -221,6 +224,13 @@ describe('probes against safetensors 0.8.0 (section 2.5 and our own, see docs/fo
     ['U8 [2^61]: bits overflow', `{"a":${entry('U8', ['2305843009213693952'], 0, 0)}}`, 0, 'ValidationOverflow'],
     ['U8 [2^61-1]: fits, wrong size', `{"a":${entry('U8', ['2305843009213693951'], 0, 0)}}`, 0, 'TensorInvalidInfo'],
     ['U8 [u64::MAX]', `{"a":${entry('U8', ['18446744073709551615'], 0, 0)}}`, 0, 'ValidationOverflow'],
+    ['metadata value null', '{"__metadata__":{"k":null}}', 0, 'InvalidHeaderStructure'],
+    ['__metadata__ null twice', '{"__metadata__":null,"__metadata__":null}', 0, 'InvalidHeaderStructure'],
+    ['sequence entry with 0 items', '{"a":[]}', 0, 'InvalidHeaderStructure'],
+    ['nested shape [[2]]', '{"a":{"dtype":"F32","shape":[[2]],"data_offsets":[0,8]}}', D8, 'InvalidHeaderStructure'],
+    ['offsets as strings', '{"a":{"dtype":"F32","shape":[2],"data_offsets":["0","8"]}}', D8, 'InvalidHeaderStructure'],
+    ['shape [true]', '{"a":{"dtype":"F32","shape":[true],"data_offsets":[0,8]}}', D8, 'InvalidHeaderStructure'],
+    ['{} then one data byte', '{}', 1, 'MetadataIncompleteBuffer'],
     ['trailing comma', `{"a":${T},}`, D8, 'InvalidHeaderJson'],
     ['two values', '{}{}', 0, 'InvalidHeaderJson'],
     ['single quotes', "{'a':1}", 0, 'InvalidHeaderJson'],
