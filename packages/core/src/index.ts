@@ -12,3 +12,5 @@ export * from './cast.ts';
 export * from './float16.ts';
 export * from './safetensors/reader.ts';
 export * from './detect.ts';
+export * from './safetensors/index-file.ts';
+export * from './safetensors/sharded.ts';

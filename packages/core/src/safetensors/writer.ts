@@ -43,7 +43,7 @@ const MAX_HEADER_BYTES = 100_000_000;
  */
 export function planSafetensors(tensors: readonly TensorLayout[], metadata: MetadataInput): SafetensorsPlan {
   const meta = metadataEntries(metadata);
-  checkTensors(tensors);
+  checkTensorLayouts(tensors);
   const order = writeOrder(tensors);
   const offsets: Array<readonly [number, number]> = new Array(tensors.length);
   let end = 0;
@@ -138,7 +138,11 @@ function metadataEntries(metadata: MetadataInput): Array<[string, string]> | nul
   return entries as Array<[string, string]>;
 }
 
-function checkTensors(tensors: readonly TensorLayout[]): void {
+/**
+ * The per-tensor checks of `planSafetensors` (names, dtypes, shapes, byte lengths) without building
+ * a header: for callers that split tensors over several files and must see all names at once.
+ */
+export function checkTensorLayouts(tensors: readonly TensorLayout[]): void {
   const seen = new Set<string>();
   for (const t of tensors) {
     const name = t.name;
