@@ -1,0 +1,365 @@
+import { TensorportError, type ErrorCode, type Finding } from '@tensorport/core';
+import { globalName, lookupGlobal } from '../torch/allowlist.ts';
+import type { Fail } from '../torch/rebuild.ts';
+import { DEFAULT_LIMITS, type PickleLimits } from './limits.ts';
+import { decodeLong, parseDecimal, parseFloatText } from './numbers.ts';
+import { OPCODE_NAMES } from './opcodes.ts';
+import { rawUnicodeEscape, unescapeQuoted, utf8 } from './text.ts';
+import { depthAbove, depthOf, isContainer, typeName, type PyDict, type PyGlobal, type PyList, type PyObject, type PySet, type PyTuple, type PyValue } from './values.ts';
+
+/**
+ * A pickle stack machine that imports, calls and evaluates nothing. GLOBAL names are looked up in
+ * the allowlist; REDUCE/NEWOBJ/BUILD on allowlisted names build inert records. Iterative, with every
+ * resource bounded (see limits.ts), so hostile input ends in a TensorportError, never a crash or hang.
+ *
+ * `load` mode refuses the first disallowed global. `scan` mode records it, carries on with an opaque
+ * placeholder so every global in the file gets listed, and turns a fatal error into a finding.
+ */
+export interface RunOptions {
+  mode: 'load' | 'scan';
+  limits?: Partial<PickleLimits>;
+  /** Turns a persistent id into a value; without it, persistent ids are refused. */
+  persistentLoad?: (pid: PyValue, fail: Fail) => PyValue;
+  /** Where the pickle is (member name or file), for messages. */
+  path?: string;
+  /** Added to offsets in errors, for pickles inside a larger file. */
+  baseOffset?: number;
+  /** Report running out of bytes as `truncated` instead of an error (a stream read in windows). */
+  streaming?: boolean;
+}
+
+export interface RunResult {
+  /** The value at STOP; undefined when a scan stopped early. */
+  value: PyValue | undefined;
+  /** Offset just after STOP (relative to the bytes given). */
+  end: number;
+  /** Every global referenced, `module.name`, in order of first appearance. */
+  globals: string[];
+  findings: Finding[];
+  /** How often each opcode ran. */
+  opcodes: Record<string, number>;
+  truncated: boolean;
+}
+
+class Truncated {}
+
+const OPAQUE_GLOBAL = (name: string): PyGlobal => ({ kind: 'global', name, entry: null });
+
+export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): RunResult {
+  const lim: PickleLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const scan = opts.mode === 'scan';
+  const base = opts.baseOffset ?? 0;
+  const where = opts.path === undefined ? '' : `${opts.path}: `;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const end = bytes.length;
+
+  const stack: PyValue[] = [];
+  const marks: number[] = [];
+  const memo = new Map<number, PyValue>();
+  const globals = new Set<string>();
+  const reported = new Set<string>();
+  const findings: Finding[] = [];
+  const opcodes: Record<string, number> = Object.create(null) as Record<string, number>;
+  let pos = start;
+  let at = start;
+  let op = '';
+  let work = 0;
+
+  const error = (code: ErrorCode, message: string): TensorportError =>
+    new TensorportError(code, `${where}${message} (pickle offset ${base + at})`, { offset: base + at, ...(opts.path === undefined ? {} : { path: opts.path }) });
+  const invalid = (message: string): never => { throw error('PickleInvalid', message); };
+  const limit = (what: string, max: number): never => { throw error('PickleLimitExceeded', `${what} exceeds the limit of ${max}`); };
+  const fail: Fail = (message) => invalid(`${op}: ${message}`);
+  /** A finding in scan mode (once per message); the error itself in load mode. */
+  const flag = (code: ErrorCode, message: string): void => {
+    if (!scan) throw error(code, message);
+    if (reported.has(message)) return;
+    reported.add(message);
+    findings.push({ code, message, offset: base + at, ...(opts.path === undefined ? {} : { path: opts.path }) });
+  };
+
+  const need = (n: number): void => {
+    if (n > end - pos) {
+      if (opts.streaming) throw new Truncated();
+      invalid(`truncated: ${op} needs ${n} bytes, ${end - pos} left`);
+    }
+  };
+  const take = (n: number): Uint8Array => {
+    need(n);
+    const b = bytes.subarray(pos, pos + n);
+    pos += n;
+    return b;
+  };
+  const u8 = (): number => { need(1); return bytes[pos++]!; };
+  const u16 = (): number => { need(2); const v = view.getUint16(pos, true); pos += 2; return v; };
+  const u32 = (): number => { need(4); const v = view.getUint32(pos, true); pos += 4; return v; };
+  const i32 = (): number => { need(4); const v = view.getInt32(pos, true); pos += 4; return v; };
+  const u64 = (): number => {
+    need(8);
+    const v = view.getBigUint64(pos, true);
+    pos += 8;
+    // Anything beyond the input is refused by need() anyway; keep it a safe number.
+    return v > BigInt(end) ? end + 1 : Number(v);
+  };
+  const line = (): Uint8Array => {
+    const nl = bytes.indexOf(0x0a, pos);
+    if (nl < 0) {
+      if (opts.streaming) throw new Truncated();
+      invalid(`truncated: ${op} argument has no newline`);
+    }
+    const b = bytes.subarray(pos, nl);
+    pos = nl + 1;
+    return b;
+  };
+  const text = (b: Uint8Array): string => utf8(b) ?? invalid(`${op}: invalid UTF-8`);
+  const textLine = (): string => text(line());
+
+  const push = (v: PyValue): void => {
+    if (stack.length >= lim.maxStack) limit('stack depth', lim.maxStack);
+    stack.push(v);
+  };
+  const fence = (): number => (marks.length === 0 ? 0 : marks[marks.length - 1]!);
+  const pop = (): PyValue => {
+    if (stack.length <= fence()) invalid(`${op}: stack underflow`);
+    return stack.pop()!;
+  };
+  const peek = (): PyValue => {
+    if (stack.length <= fence()) invalid(`${op}: stack underflow`);
+    return stack[stack.length - 1]!;
+  };
+  const popMark = (): PyValue[] => {
+    if (marks.length === 0) invalid(`${op} without MARK`);
+    const items = stack.splice(marks.pop()!);
+    work += items.length;
+    return items;
+  };
+  const sized = (n: number): void => { if (n > lim.maxItems) limit('container size', lim.maxItems); };
+  const nested = <T extends { depth: number }>(c: T, depth: number): T => {
+    if (depth > lim.maxNesting) limit('nesting depth', lim.maxNesting);
+    c.depth = depth;
+    return c;
+  };
+  const tuple = (items: PyValue[]): PyTuple => { sized(items.length); return nested({ kind: 'tuple', items, depth: 1 }, depthAbove(items)); };
+  const grow = (c: PyList | PySet | PyDict, child: PyValue, size: number): void => {
+    sized(size);
+    nested(c, Math.max(c.depth, depthOf(child) + 1));
+  };
+  const int = (v: number | bigint, what: string): void => {
+    if (typeof v === 'bigint' && v.toString(16).length > lim.maxIntBytes * 2 + 1) limit(`${what} size`, lim.maxIntBytes);
+  };
+
+  const resolve = (module: string, name: string): PyGlobal => {
+    const q = globalName(module, name);
+    globals.add(q);
+    const entry = lookupGlobal(q);
+    if (entry) return { kind: 'global', name: q, entry };
+    flag('PickleDisallowedGlobal', `global ${q} is not allowed`);
+    return OPAQUE_GLOBAL(q);
+  };
+
+  /** REDUCE/NEWOBJ/INST/OBJ: only allowlisted callables, which return inert records. */
+  const invoke = (callable: PyValue, args: PyValue): PyValue => {
+    if (isContainer(callable) && callable.kind === 'object') return { kind: 'object', callable: `${callable.callable}(...)`, args: [], depth: 1 };
+    if (typeof callable !== 'object' || callable === null || callable.kind !== 'global') return invalid(`${op} on ${typeName(callable)}, which is not callable`);
+    if (typeof args !== 'object' || args === null || args.kind !== 'tuple') return invalid(`${op} ${callable.name}: arguments must be a tuple, got ${typeName(args)}`);
+    if (callable.entry === null) {
+      flag('PickleDisallowedGlobal', `${op} calls ${callable.name}`);
+      return nested<PyObject>({ kind: 'object', callable: callable.name, args: args.items, depth: 1 }, args.depth + 1);
+    }
+    if (callable.entry.kind !== 'call') return invalid(`${op}: ${callable.name} is not callable`);
+    const out = callable.entry.call(args.items, (m) => invalid(`${op} ${callable.name}: ${m}`));
+    if (isContainer(out)) nested(out, out.depth);
+    return out;
+  };
+
+  const setItems = (target: PyValue, items: PyValue[]): void => {
+    if (items.length % 2 !== 0) invalid(`${op}: odd number of items`);
+    if (isContainer(target) && target.kind === 'object') return; // opaque (scan mode): already reported
+    if (!isContainer(target) || target.kind !== 'dict') return invalid(`${op} on ${typeName(target)}; only dicts take items`);
+    for (let i = 0; i < items.length; i += 2) {
+      target.items.set(items[i]!, items[i + 1]!);
+      grow(target, items[i + 1]!, target.items.size);
+      nested(target, Math.max(target.depth, depthOf(items[i]!) + 1));
+    }
+  };
+  const appendItems = (target: PyValue, items: PyValue[], kind: 'list' | 'set'): void => {
+    if (isContainer(target) && target.kind === 'object') return;
+    if (!isContainer(target) || target.kind !== kind || (target.kind === 'set' && target.frozen)) return invalid(`${op} on ${typeName(target)}; expected a ${kind}`);
+    for (const v of items) {
+      target.items.push(v);
+      grow(target, v, target.items.length);
+    }
+  };
+  const build = (target: PyValue, state: PyValue): void => {
+    if (typeof target !== 'object' || target === null) return invalid(`BUILD on ${typeName(target)}`);
+    switch (target.kind) {
+      case 'object': case 'tensor': case 'unsupported': return; // opaque, or a tensor's Python attributes: dropped
+      case 'dict': {
+        // OrderedDict state: vars(od) (a state dict's `_metadata`), possibly as (dict, slots).
+        const s = typeof state === 'object' && state !== null && state.kind === 'tuple' && state.items.length === 2 ? state.items[0]! : state;
+        if (s === null) return;
+        if (typeof s !== 'object' || s.kind !== 'dict') return invalid(`BUILD on a dict with ${typeName(s)} state`);
+        target.attrs = s;
+        grow(target, s, target.items.size);
+        return;
+      }
+      default: return invalid(`BUILD on ${typeName(target)}`);
+    }
+  };
+  const persistent = (pid: PyValue): PyValue => {
+    if (!opts.persistentLoad) return invalid('persistent ids are not allowed here');
+    return opts.persistentLoad(pid, (m) => invalid(`${op}: ${m}`));
+  };
+  const get = (i: number): void => {
+    if (!memo.has(i)) invalid(`${op}: memo key ${i} was never stored`);
+    push(memo.get(i)!);
+  };
+  const put = (i: number): void => {
+    if (!memo.has(i) && memo.size >= lim.maxMemo) limit('memo entries', lim.maxMemo);
+    memo.set(i, peek());
+  };
+  const decimal = (long: boolean): PyValue => {
+    const t = text(line());
+    if (t.length > lim.maxIntBytes * 3) limit('integer size', lim.maxIntBytes);
+    const v = parseDecimal(t, long);
+    return v === undefined ? invalid(`${op}: not an integer: ${JSON.stringify(t.slice(0, 40))}`) : v;
+  };
+  const memoIndex = (): number => {
+    const v = decimal(false);
+    return typeof v === 'number' && v >= 0 ? v : invalid(`${op}: bad memo index`);
+  };
+
+  try {
+    for (;;) {
+      at = pos;
+      const code = u8();
+      op = OPCODE_NAMES[code] ?? `0x${code.toString(16).padStart(2, '0')}`;
+      opcodes[op] = (opcodes[op] ?? 0) + 1;
+      if (++work > lim.maxWork) limit('work (opcodes and items moved)', lim.maxWork);
+      switch (code) {
+        case 0x80: { const p = u8(); if (p > 5) invalid(`unsupported protocol ${p}`); break; } // PROTO
+        case 0x95: u64(); break; // FRAME: a framing hint; lengths are checked per opcode anyway
+        case 0x2e: { // STOP
+          const value = pop();
+          if (stack.length > 0 || marks.length > 0) invalid(`${stack.length} values left on the stack at STOP`);
+          return { value, end: pos, globals: [...globals], findings, opcodes, truncated: false };
+        }
+        case 0x28: if (marks.length >= lim.maxMarks) limit('MARK depth', lim.maxMarks); marks.push(stack.length); break;
+        case 0x30: if (stack.length > fence()) stack.pop(); else if (marks.length > 0) marks.pop(); else invalid('POP: stack underflow'); break;
+        case 0x31: popMark(); break; // POP_MARK
+        case 0x32: push(peek()); break; // DUP
+        // constants and numbers
+        case 0x4e: push(null); break;
+        case 0x88: push(true); break;
+        case 0x89: push(false); break;
+        case 0x4b: push(u8()); break;
+        case 0x4d: push(u16()); break;
+        case 0x4a: push(i32()); break;
+        case 0x8a: case 0x8b: { // LONG1, LONG4
+          const n = code === 0x8a ? u8() : i32();
+          if (n < 0) invalid(`${op}: negative length`);
+          if (n > lim.maxIntBytes) limit(`${op} length ${n}`, lim.maxIntBytes);
+          push(decodeLong(take(n)));
+          break;
+        }
+        case 0x49: case 0x4c: { const v = decimal(code === 0x4c); push(v); break; } // INT, LONG
+        case 0x47: { need(8); const v = view.getFloat64(pos, false); pos += 8; push({ kind: 'float', value: v }); break; }
+        case 0x46: { const t = text(line()); const v = parseFloatText(t); if (v === undefined) invalid(`FLOAT: not a float: ${JSON.stringify(t.slice(0, 40))}`); push({ kind: 'float', value: v! }); break; }
+        // strings and bytes: every length is checked against the bytes left before anything is allocated
+        case 0x58: push(text(take(u32()))); break; // BINUNICODE
+        case 0x8c: push(text(take(u8()))); break; // SHORT_BINUNICODE
+        case 0x8d: push(text(take(u64()))); break; // BINUNICODE8
+        case 0x56: push(rawUnicodeEscape(line()) ?? invalid('UNICODE: bad escape')); break;
+        case 0x55: push(text(take(u8()))); break; // SHORT_BINSTRING (torch decodes str8 as UTF-8)
+        case 0x54: { const n = i32(); if (n < 0) invalid('BINSTRING: negative length'); push(text(take(n))); break; }
+        case 0x53: push(text(unescapeQuoted(line()) ?? invalid('STRING: bad quoting'))); break;
+        case 0x43: push({ kind: 'bytes', data: take(u8()) }); break; // SHORT_BINBYTES
+        case 0x42: push({ kind: 'bytes', data: take(u32()) }); break; // BINBYTES
+        case 0x8e: case 0x96: push({ kind: 'bytes', data: take(u64()) }); break; // BINBYTES8, BYTEARRAY8
+        // containers
+        case 0x29: push(tuple([])); break;
+        case 0x85: { const a = pop(); push(tuple([a])); break; }
+        case 0x86: { const b = pop(); const a = pop(); push(tuple([a, b])); break; }
+        case 0x87: { const c = pop(); const b = pop(); const a = pop(); push(tuple([a, b, c])); break; }
+        case 0x74: push(tuple(popMark())); break;
+        case 0x5d: push({ kind: 'list', items: [], depth: 1 }); break;
+        case 0x6c: { const items = popMark(); sized(items.length); push(nested<PyList>({ kind: 'list', items, depth: 1 }, depthAbove(items))); break; }
+        case 0x7d: push({ kind: 'dict', items: new Map(), depth: 1, attrs: null }); break;
+        case 0x64: { const items = popMark(); const d: PyDict = { kind: 'dict', items: new Map(), depth: 1, attrs: null }; setItems(d, items); push(d); break; }
+        case 0x8f: push({ kind: 'set', items: [], frozen: false, depth: 1 }); break;
+        case 0x91: { const items = popMark(); sized(items.length); push(nested<PySet>({ kind: 'set', items, frozen: true, depth: 1 }, depthAbove(items))); break; }
+        case 0x61: { const v = pop(); appendItems(peek(), [v], 'list'); break; }
+        case 0x65: { const items = popMark(); appendItems(peek(), items, 'list'); break; }
+        case 0x90: { const items = popMark(); appendItems(peek(), items, 'set'); break; }
+        case 0x73: { const v = pop(); const k = pop(); setItems(peek(), [k, v]); break; }
+        case 0x75: { const items = popMark(); setItems(peek(), items); break; }
+        // memo
+        case 0x71: put(u8()); break;
+        case 0x72: put(u32()); break;
+        case 0x70: put(memoIndex()); break;
+        case 0x94: put(memo.size); break; // MEMOIZE
+        case 0x68: get(u8()); break;
+        case 0x6a: get(u32()); break;
+        case 0x67: get(memoIndex()); break;
+        // names and calls: nothing is resolved or run
+        case 0x63: { const m = textLine(); const n = textLine(); push(resolve(m, n)); break; } // GLOBAL
+        case 0x93: { // STACK_GLOBAL
+          const n = pop();
+          const m = pop();
+          if (typeof m !== 'string' || typeof n !== 'string') {
+            flag('PickleInvalid', `STACK_GLOBAL with ${typeName(m)} and ${typeName(n)} operands instead of two str`);
+            push(OPAQUE_GLOBAL('<non-str STACK_GLOBAL>'));
+          } else push(resolve(m, n));
+          break;
+        }
+        case 0x52: { const args = pop(); const f = pop(); push(invoke(f, args)); break; } // REDUCE
+        case 0x81: { const args = pop(); const cls = pop(); push(invoke(cls, args)); break; } // NEWOBJ
+        case 0x92: { // NEWOBJ_EX
+          const kwargs = pop();
+          const args = pop();
+          const cls = pop();
+          if (!isContainer(kwargs) || kwargs.kind !== 'dict' || kwargs.items.size > 0) flag('PickleInvalid', 'NEWOBJ_EX with keyword arguments');
+          push(invoke(cls, args));
+          break;
+        }
+        case 0x69: { const m = textLine(); const n = textLine(); const items = popMark(); push(invoke(resolve(m, n), tuple(items))); break; } // INST
+        case 0x6f: { const items = popMark(); if (items.length === 0) invalid('OBJ without a class'); push(invoke(items[0]!, tuple(items.slice(1)))); break; }
+        case 0x62: { const state = pop(); build(peek(), state); break; } // BUILD
+        case 0x51: push(persistent(pop())); break; // BINPERSID
+        case 0x50: push(persistent(textLine())); break; // PERSID
+        case 0x82: case 0x83: case 0x84: { // EXT1/2/4: the copyreg extension registry
+          const n = code === 0x82 ? u8() : code === 0x83 ? u16() : i32();
+          const name = `copyreg.extension[${n}]`;
+          globals.add(name);
+          flag('PickleUnsupportedOpcode', `${op} names ${name}, a global from the copyreg extension registry`);
+          push(OPAQUE_GLOBAL(name));
+          break;
+        }
+        case 0x97: // NEXT_BUFFER: out-of-band data the file does not contain
+          flag('PickleUnsupportedOpcode', 'NEXT_BUFFER needs out-of-band buffers');
+          push({ kind: 'bytes', data: new Uint8Array(0) });
+          break;
+        case 0x98: peek(); break; // READONLY_BUFFER
+        default:
+          throw error('PickleUnsupportedOpcode', `unknown opcode ${op}`);
+      }
+    }
+  } catch (e) {
+    if (e instanceof Truncated) return { value: undefined, end: pos, globals: [...globals], findings, opcodes, truncated: true };
+    if (!scan || !(e instanceof TensorportError)) throw e;
+    findings.push(e.toJSON() as unknown as Finding);
+    return { value: undefined, end: pos, globals: [...globals], findings, opcodes, truncated: false };
+  }
+}
+
+/**
+ * One pickle that must fill `bytes` exactly, in load mode: what a ZIP checkpoint's data.pkl is.
+ * Bytes after STOP are refused, since a scanner and a loader could disagree about them.
+ */
+export function loadPickle(bytes: Uint8Array, opts: Omit<RunOptions, 'mode' | 'streaming'> = {}): { value: PyValue; globals: string[] } {
+  const r = runPickle(bytes, 0, { ...opts, mode: 'load' });
+  if (r.end !== bytes.byteLength) {
+    throw new TensorportError('PickleInvalid', `${opts.path === undefined ? '' : `${opts.path}: `}${bytes.byteLength - r.end} bytes after STOP`, { offset: (opts.baseOffset ?? 0) + r.end, ...(opts.path === undefined ? {} : { path: opts.path }) });
+  }
+  return { value: r.value!, globals: r.globals };
+}

@@ -1,0 +1,103 @@
+import { TensorportError, type Checkpoint, type Finding, type TensorDescriptor } from '@tensorport/core';
+import type { PyValue, StorageRef, TensorRecord } from '../pickle/values.ts';
+import { dtypeInfo } from './dtypes.ts';
+import { planTensor, tensorChunks, type StorageBytes, type TensorLayout } from './layout.ts';
+import { findTensors, selectSubtree } from './walk.ts';
+
+export interface AssembleOptions {
+  /** Dotted path of the subtree holding the tensors (`state_dict`, `model`). */
+  select?: string;
+  /**
+   * Tied weights (several names, one identical view of one storage) are written once by default,
+   * under the first name in sorted order, with `metadata[other] = kept` (as HF's convert.py does).
+   * true writes every name as its own copy.
+   */
+  keepAliases?: boolean;
+  /** Skip (with a warning) tensors safetensors cannot hold, instead of refusing the checkpoint. */
+  skipUnsupported?: boolean;
+  maxViewBytes?: number;
+  maxNesting?: number;
+}
+
+export interface TorchCheckpoint extends Checkpoint {
+  readonly format: 'torch-zip' | 'torch-legacy';
+  /** Non-fatal observations: dropped non-tensor values, ignored records. */
+  readonly warnings: Finding[];
+  /** Tied names that were not written, each mapped to the name that was. */
+  readonly aliases: Record<string, string>;
+  /** Every global the pickle referenced (all allowlisted, or it would not have loaded). */
+  readonly globals: string[];
+}
+
+export type ResolveStorage = (ref: StorageRef, tensor: string) => StorageBytes;
+
+/** From the unpickled object to descriptors: find, name, check, and de-duplicate tensors. */
+export function assemble(
+  root: PyValue,
+  resolve: ResolveStorage,
+  opts: AssembleOptions,
+  base: { format: TorchCheckpoint['format']; globals: string[]; warnings: Finding[]; close: () => Promise<void> },
+): TorchCheckpoint {
+  const subtree = opts.select === undefined ? root : selectSubtree(root, opts.select);
+  const found = findTensors(subtree, opts.maxNesting, opts.skipUnsupported);
+  const warnings = [...base.warnings];
+  for (const d of found.dropped) warnings.push({ code: 'TorchValueDropped', message: `${d.name || '<root>'} (${d.type}) is not a tensor; dropped`, tensor: d.name });
+  if (found.droppedUnlisted > 0) warnings.push({ code: 'TorchValueDropped', message: `${found.droppedUnlisted} more non-tensor values dropped` });
+  for (const s of found.skipped) warnings.push({ code: 'TorchTensorSkipped', message: `${s.name} is a ${s.what}, which safetensors cannot hold; skipped`, tensor: s.name });
+
+  const dtypeOfStorage = new Map<string, string>();
+  const groups = new Map<string, string[]>();
+  const planned = new Map<string, { layout: TensorLayout; storage: StorageBytes }>();
+  for (const { name, tensor } of found.tensors) {
+    const storage = resolve(tensor.storage, name);
+    const first = dtypeOfStorage.get(tensor.storage.key);
+    if (first !== undefined && first !== tensor.dtype) {
+      throw new TensorportError('TorchStorageMismatch', `storage ${tensor.storage.key} is viewed as ${first} and as ${tensor.dtype} (by ${JSON.stringify(name)})`, { tensor: name });
+    }
+    dtypeOfStorage.set(tensor.storage.key, tensor.dtype);
+    if (opts.skipUnsupported && dtypeInfo(tensor.dtype).safetensors === null) {
+      warnings.push({ code: 'TorchTensorSkipped', message: `${name} is torch.${tensor.dtype}, which safetensors has no dtype for; skipped`, tensor: name });
+      continue;
+    }
+    planned.set(name, { layout: planTensor(name, tensor, storage.source.size, opts.maxViewBytes), storage });
+    const id = viewIdentity(tensor);
+    const g = groups.get(id);
+    if (g) g.push(name);
+    else groups.set(id, [name]);
+  }
+
+  const aliases: Record<string, string> = Object.create(null) as Record<string, string>;
+  if (!opts.keepAliases) {
+    for (const names of groups.values()) {
+      if (names.length < 2) continue;
+      const kept = [...names].sort()[0]!;
+      for (const n of names) if (n !== kept) aliases[n] = kept;
+    }
+  }
+  const tensors: TensorDescriptor[] = [];
+  for (const { name } of found.tensors) {
+    const p = planned.get(name);
+    if (p && !(name in aliases)) tensors.push(descriptor(name, p));
+  }
+  const metadata = new Map<string, string>([['format', 'pt']]);
+  for (const [removed, kept] of Object.entries(aliases)) metadata.set(removed, kept);
+  return { format: base.format, metadata, tensors, warnings, aliases, globals: base.globals, close: base.close };
+}
+
+/** Same storage, dtype, offset, shape and strides: the same bytes, so one copy serves all names. */
+function viewIdentity(t: TensorRecord): string {
+  return `${t.storage.key}|${t.storage.view?.offset ?? ''}|${t.dtype}|${t.offset}|${t.shape.join(',')}|${t.stride.join(',')}`;
+}
+
+function descriptor(name: string, p: { layout: TensorLayout; storage: StorageBytes }): TensorDescriptor {
+  const { layout, storage } = p;
+  const plainRange = layout.contiguous && !(storage.bigEndian && layout.swapUnit > 1);
+  return {
+    name,
+    dtype: layout.dtype,
+    shape: layout.shape,
+    byteLength: layout.byteLength,
+    chunks: (chunkSize?: number) => tensorChunks(layout, storage, chunkSize),
+    ...(plainRange ? { range: { source: storage.source, offset: layout.start } } : {}),
+  };
+}

@@ -1,0 +1,100 @@
+import { TensorportError } from '@tensorport/core';
+import { DEFAULT_LIMITS } from '../pickle/limits.ts';
+import { isContainer, typeName, type PyValue, type TensorRecord } from '../pickle/values.ts';
+
+export interface FoundTensor {
+  readonly name: string;
+  readonly tensor: TensorRecord;
+}
+
+export interface WalkResult {
+  readonly tensors: FoundTensor[];
+  /** Non-tensor leaves (epoch, lr, config, ...) by path: dropped from the output. */
+  readonly dropped: Array<{ name: string; type: string }>;
+  /** How many dropped leaves were not listed (the list is capped). */
+  readonly droppedUnlisted: number;
+  /** Tensors safetensors cannot hold, skipped instead of refused (option `skipUnsupported`). */
+  readonly skipped: Array<{ name: string; what: string }>;
+}
+
+const MAX_DROPPED_LISTED = 1000;
+
+/** Picks the subtree at a dotted path (`state_dict`, `model.encoder`), for nested checkpoints. */
+export function selectSubtree(root: PyValue, path: string): PyValue {
+  let v = root;
+  for (const seg of path.split('.')) {
+    const next = childAt(v, seg);
+    if (next === undefined) throw new TensorportError('TensorNotFound', `select: ${JSON.stringify(path)} has no ${JSON.stringify(seg)} (found ${typeName(v)})`, { tensor: path });
+    v = next;
+  }
+  return v;
+}
+
+function childAt(v: PyValue, seg: string): PyValue | undefined {
+  if (!isContainer(v)) return undefined;
+  if (v.kind === 'dict') {
+    if (v.items.has(seg)) return v.items.get(seg);
+    const n = Number(seg);
+    return /^-?[0-9]+$/.test(seg) && v.items.has(n) ? v.items.get(n) : undefined;
+  }
+  if (v.kind === 'list' || v.kind === 'tuple') return /^[0-9]+$/.test(seg) ? v.items[Number(seg)] : undefined;
+  return undefined;
+}
+
+/**
+ * Finds every tensor below `root`, named by its path joined with `.` (list items by index).
+ * Iterative, and each container is entered once: shared references (a "billion laughs" DAG) and
+ * cycles cost one visit (tensors inside a shared container keep the first path's names). One tensor
+ * object under two names (tied weights, memo-shared) is listed under both.
+ * Tensors that torch can build but safetensors cannot hold are refused here, by name.
+ */
+export function findTensors(root: PyValue, maxNesting = DEFAULT_LIMITS.maxNesting, skipUnsupported = false): WalkResult {
+  const tensors: FoundTensor[] = [];
+  const skipped: Array<{ name: string; what: string }> = [];
+  const dropped: Array<{ name: string; type: string }> = [];
+  let droppedUnlisted = 0;
+  const seen = new Set<object>();
+  const names = new Set<string>();
+  const todo: Array<{ v: PyValue; name: string; depth: number }> = [{ v: root, name: '', depth: 0 }];
+  const join = (base: string, seg: string): string => (base === '' ? seg : `${base}.${seg}`);
+  while (todo.length > 0) {
+    const { v, name, depth } = todo.pop()!;
+    if (depth > maxNesting) throw new TensorportError('PickleLimitExceeded', `nesting deeper than ${maxNesting} at ${JSON.stringify(name.slice(0, 200))}`, { tensor: name });
+    if (typeof v === 'object' && v !== null && v.kind === 'tensor') {
+      const tensorName = name === '' ? 'tensor' : name;
+      if (names.has(tensorName)) throw new TensorportError('DuplicateTensorName', `two tensors are named ${JSON.stringify(tensorName)}`, { tensor: tensorName });
+      names.add(tensorName);
+      tensors.push({ name: tensorName, tensor: v });
+      continue;
+    }
+    if (typeof v === 'object' && v !== null && v.kind === 'unsupported') {
+      if (skipUnsupported) {
+        skipped.push({ name, what: v.what });
+        continue;
+      }
+      throw new TensorportError('TorchUnsupportedTensor', `${JSON.stringify(name)} is a ${v.what}, which safetensors cannot hold`, { tensor: name });
+    }
+    if (isContainer(v) && (v.kind === 'dict' || v.kind === 'list' || v.kind === 'tuple')) {
+      if (seen.has(v)) continue;
+      seen.add(v);
+      const children: Array<{ v: PyValue; name: string; depth: number }> = [];
+      if (v.kind === 'dict') {
+        for (const [k, child] of v.items) {
+          if (typeof k === 'string' || typeof k === 'number' || typeof k === 'bigint') children.push({ v: child, name: join(name, String(k)), depth: depth + 1 });
+          else drop(join(name, `<${typeName(k)} key>`), typeName(child));
+        }
+      } else {
+        v.items.forEach((child, i) => children.push({ v: child, name: join(name, String(i)), depth: depth + 1 }));
+      }
+      for (let i = children.length - 1; i >= 0; i--) todo.push(children[i]!);
+      continue;
+    }
+    drop(name, typeName(v));
+  }
+  return { tensors, dropped, droppedUnlisted, skipped };
+
+  function drop(name: string, type: string): void {
+    if (dropped.length < MAX_DROPPED_LISTED) dropped.push({ name, type });
+    else droppedUnlisted++;
+  }
+}

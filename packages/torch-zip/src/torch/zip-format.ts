@@ -1,0 +1,99 @@
+import { openZip, TensorportError, type ByteSource, type DeflateCodec, type SliceSource, type ZipArchive } from '@tensorport/core';
+import { loadPickle } from '../pickle/interpreter.ts';
+import { DEFAULT_MAX_PICKLE_BYTES } from '../pickle/stream.ts';
+import { assemble, type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
+import { dtypeInfo } from './dtypes.ts';
+import type { PickleReadOptions } from './legacy-format.ts';
+import { StorageTable } from './persistent.ts';
+
+/**
+ * `torch.save` ZIP checkpoints (torch >= 1.6): every member under one top-level directory, named
+ * after the first entry (never assume `archive/`): `data.pkl`, `data/<key>` per storage (stored,
+ * 64-byte aligned), `version` (or `.data/version`, 1..10), optional `byteorder` (`little`/`big`;
+ * missing means little) and `.data/serialization_id`. A `constants.pkl` makes it TorchScript.
+ */
+export interface ZipCheckpointOptions extends AssembleOptions, PickleReadOptions {
+  /** Only for deflated `data.pkl` members (torch writes them stored). */
+  zipCodec?: DeflateCodec;
+}
+
+export interface TorchArchive {
+  readonly zip: ZipArchive;
+  readonly prefix: string;
+  /** Members ending in `.pkl`. */
+  readonly pickles: string[];
+}
+
+function invalid(source: ByteSource, message: string): TensorportError {
+  return new TensorportError('TorchInvalidCheckpoint', `${source.name}: ${message}`, { path: source.name });
+}
+
+/** The archive prefix and layout checks torch's reader makes (caffe2 inline_container.cc). */
+export async function openTorchArchive(source: ByteSource, codec?: DeflateCodec): Promise<TorchArchive> {
+  const zip = await openZip(source, codec ? { codec } : {});
+  const first = zip.entries[0];
+  if (first === undefined) throw invalid(source, 'empty archive');
+  const slash = first.name.indexOf('/');
+  if (slash <= 0) throw invalid(source, `member ${JSON.stringify(first.name)} is not in a subdirectory`);
+  const prefix = first.name.slice(0, slash);
+  for (const e of zip.entries) {
+    if (!e.name.startsWith(`${prefix}/`)) throw invalid(source, `member ${JSON.stringify(e.name)} is outside the archive directory ${JSON.stringify(prefix)}`);
+  }
+  return { zip, prefix, pickles: zip.entries.filter((e) => e.name.endsWith('.pkl')).map((e) => e.name) };
+}
+
+export async function readMember(a: TorchArchive, name: string, max: number): Promise<Uint8Array> {
+  const e = a.zip.get(name)!;
+  if (e.uncompressedSize > max) {
+    throw new TensorportError('PickleLimitExceeded', `${name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: name });
+  }
+  const bytes = await a.zip.readPrefix(e, e.uncompressedSize);
+  if (bytes.byteLength !== e.uncompressedSize) throw new TensorportError('TorchInvalidCheckpoint', `${name} is shorter than its directory entry says`, { path: name });
+  return bytes;
+}
+
+async function readSmall(a: TorchArchive, name: string): Promise<string | null> {
+  const e = a.zip.get(name);
+  if (!e) return null;
+  if (e.uncompressedSize > 64) throw invalid(a.zip.source, `${name} is ${e.uncompressedSize} bytes, expected a short text record`);
+  return new TextDecoder().decode(await readMember(a, name, 64));
+}
+
+export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointOptions): Promise<TorchCheckpoint> {
+  const a = await openTorchArchive(source, opts.zipCodec);
+  const p = a.prefix;
+  if (a.zip.get(`${p}/constants.pkl`)) {
+    throw new TensorportError('TorchUnsupportedArchive', `${source.name} is a TorchScript archive (${p}/constants.pkl): it holds code, use torch.jit.load`, { path: source.name });
+  }
+  const version = (await readSmall(a, `${p}/version`)) ?? (await readSmall(a, `${p}/.data/version`));
+  if (version === null) throw invalid(source, 'no version record');
+  const v = /^\s*([0-9]+)\s*$/.exec(version);
+  if (!v || Number(v[1]) < 1 || Number(v[1]) > 10) throw invalid(source, `unsupported format version ${JSON.stringify(version.slice(0, 20))} (torch reads 1 to 10)`);
+  const byteorder = (await readSmall(a, `${p}/byteorder`)) ?? 'little';
+  if (byteorder !== 'little' && byteorder !== 'big') throw invalid(source, `byteorder record is ${JSON.stringify(byteorder)}, expected little or big`);
+  if (!a.zip.get(`${p}/data.pkl`)) throw invalid(source, `no ${p}/data.pkl`);
+
+  const pkl = await readMember(a, `${p}/data.pkl`, opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES);
+  const table = new StorageTable('zip');
+  const r = loadPickle(pkl, { persistentLoad: table.load, path: `${p}/data.pkl`, ...(opts.limits ? { limits: opts.limits } : {}) });
+
+  // Every storage's declared size against its member, before any tensor is described: torch
+  // itself reads past short records and allocates whatever a long declaration says.
+  const storages = new Map<string, SliceSource>();
+  for (const [key, ref] of table.storages) {
+    const name = `${p}/data/${key}`;
+    const e = a.zip.get(name);
+    if (!e) throw invalid(source, `storage ${key} has no member ${name}`);
+    const want = ref.numel * (ref.dtype === null ? 1 : dtypeInfo(ref.dtype).bytes);
+    if (e.uncompressedSize !== want) {
+      throw new TensorportError('TorchStorageMismatch', `${source.name}: storage ${key} declares ${ref.numel} × ${ref.dtype ?? 'byte'} = ${want} bytes, its member holds ${e.uncompressedSize}`, { path: name });
+    }
+    if (!e.stored) throw new TensorportError('TorchUnsupportedArchive', `${source.name}: storage member ${name} is compressed; torch writes storages stored`, { path: name });
+    storages.set(key, a.zip.storedSource(e));
+  }
+  const bigEndian = byteorder === 'big';
+  const warnings = bigEndian ? [{ code: 'TorchBigEndian', message: 'storages are big-endian (byteorder record); swapped to little-endian' }] : [];
+  return assemble(r.value, (ref) => ({ source: storages.get(ref.key)!, bigEndian }), opts, {
+    format: 'torch-zip', globals: r.globals, warnings, close: () => a.zip.close(),
+  });
+}
