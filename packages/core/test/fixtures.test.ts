@@ -8,7 +8,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BytesSource, readHeader, validateSafetensors } from '../src/index.ts';
+import { BytesSource, openSafetensors, openShardedCheckpoint, readHeader, validateSafetensors, type TensorDescriptor } from '../src/index.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../../fixtures/safetensors');
 
@@ -33,6 +33,20 @@ interface Manifest {
 }
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+
+/** Hashes a tensor through its `chunks()` stream, in small chunks so chunk joins are exercised. */
+async function streamedSha(t: TensorDescriptor): Promise<{ sha: string; length: number }> {
+  const h = createHash('sha256');
+  let length = 0;
+  for await (const c of t.chunks(7)) {
+    h.update(c);
+    length += c.byteLength;
+  }
+  return { sha: h.digest('hex'), length };
+}
+
+const summary = (list: ReadonlyArray<{ name: string; dtype: string; shape: readonly number[] }>): string[][] =>
+  list.map((t) => [t.name, t.dtype, JSON.stringify(t.shape)]).sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : 0));
 
 async function manifestsIn(dir: string): Promise<Manifest[]> {
   const names = (await readdir(join(ROOT, dir))).filter((n) => n.endsWith('.manifest.json')).sort();
@@ -90,6 +104,41 @@ describe('fixtures written by safetensors / torch / numpy', () => {
       const data = bytes.subarray(header.dataStart + t.begin, header.dataStart + t.end);
       expect(data.byteLength).toBe(theirs[i]!.byteLength);
       expect(sha256(data), t.name).toBe(theirs[i]!.sha256);
+    }
+  });
+
+  it.each(positives.map((m) => [m.file, m] as const))('%s opens as a Checkpoint; read() and chunks() give the bytes', async (_file, m) => {
+    const checkpoint = await openSafetensors(new BytesSource(await bytesOf(m), m.file));
+    try {
+      expect(checkpoint.format).toBe('safetensors');
+      expect(summary(checkpoint.tensors)).toEqual(summary(m.tensors!));
+      const expected = new Map(m.tensors!.map((t) => [t.name, t]));
+      for (const t of checkpoint.tensors) {
+        const want = expected.get(t.name)!;
+        expect(t.byteLength).toBe(want.byteLength);
+        expect(sha256(await checkpoint.read(t.name)), t.name).toBe(want.sha256);
+        expect(await streamedSha(t)).toEqual({ sha: want.sha256, length: want.byteLength });
+      }
+      await expect(checkpoint.read('no such tensor')).rejects.toMatchObject({ code: 'TensorNotFound' });
+    } finally {
+      await checkpoint.close();
+    }
+  });
+
+  it('the sharded fixture opens through its index with every tensor and byte', async () => {
+    const indexBytes = new Uint8Array(await readFile(join(ROOT, 'sharded/model.safetensors.index.json')));
+    const byFile = new Map(shards.map((m) => [m.file.replace(/^sharded\//, ''), m]));
+    const checkpoint = await openShardedCheckpoint(indexBytes, async (name) => new BytesSource(await bytesOf(byFile.get(name)!), name));
+    try {
+      expect(checkpoint.warnings).toEqual([]);
+      expect(checkpoint.shards.map((s) => s.file)).toEqual([...byFile.keys()].sort());
+      expect(checkpoint.metadata).toEqual(new Map([['format', 'pt']]));
+      const all = shards.flatMap((m) => m.tensors!);
+      expect(summary(checkpoint.tensors)).toEqual(summary(all));
+      const want = new Map(all.map((t) => [t.name, t.sha256]));
+      for (const t of checkpoint.tensors) expect((await streamedSha(t)).sha, t.name).toBe(want.get(t.name));
+    } finally {
+      await checkpoint.close();
     }
   });
 
