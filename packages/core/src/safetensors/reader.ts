@@ -43,7 +43,7 @@ export class SafetensorsFile implements Checkpoint {
   readonly format = 'safetensors' as const;
   readonly metadata: Map<string, string> | null;
   /** In data order (sorted by offset). */
-  readonly tensors: readonly SafetensorsTensor[];
+  readonly tensors: SafetensorsTensor[];
   private readonly byName: Map<string, SafetensorsTensor>;
 
   constructor(readonly source: ByteSource, readonly header: SafetensorsHeader) {
