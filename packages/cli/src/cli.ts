@@ -1,4 +1,7 @@
 #!/usr/bin/env node
-import { VERSION } from './index.ts';
+import { main } from './program.ts';
 
-console.log(VERSION);
+// exitCode, not process.exit(): stdout may still be flushing a large --json report into a pipe.
+void main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }).then((code) => {
+  process.exitCode = code;
+});

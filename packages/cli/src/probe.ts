@@ -1,0 +1,66 @@
+import { readdir, stat } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { TensorportError, detectSource, type Finding } from '@tensorport/core';
+import { FileSource } from '@tensorport/core/node';
+import { detectFormat, type FormatHandler, type Probe } from './formats/registry.ts';
+
+/** What a file's leading bytes say, in words, for "not supported" messages. */
+const CONTENT_NAMES: Readonly<Record<string, string>> = {
+  safetensors: 'safetensors',
+  zip: 'a ZIP archive (a PyTorch .pt/.pth checkpoint or a NumPy .npz)',
+  npy: 'a NumPy .npy array',
+  pickle: 'a bare pickle (a legacy PyTorch checkpoint)',
+  gguf: 'a GGUF file (llama.cpp)',
+  hdf5: 'an HDF5 file (Keras/TF .h5)',
+  json: 'JSON text',
+  unknown: 'no checkpoint format tensorport knows',
+};
+
+/** Looks at a path: directory entries, or a file's magic bytes. */
+export async function probe(path: string): Promise<Probe> {
+  let info;
+  try {
+    info = await stat(path);
+  } catch (e) {
+    throw new TensorportError('IoError', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { path, cause: e });
+  }
+  if (info.isDirectory()) {
+    return { path, isDirectory: true, content: null, entries: (await readdir(path)).sort() };
+  }
+  const source = await FileSource.open(path);
+  try {
+    return { path, isDirectory: false, content: await detectSource(source), entries: [] };
+  } finally {
+    await source.close();
+  }
+}
+
+export interface Detected {
+  format: FormatHandler;
+  probe: Probe;
+  warnings: Finding[];
+}
+
+/** Picks the format for an input path by content; throws UnknownFormat/UnsupportedFormat otherwise. */
+export async function detectInput(path: string): Promise<Detected> {
+  const p = await probe(path);
+  const format = detectFormat(p);
+  if (!format) {
+    if (p.isDirectory) {
+      throw new TensorportError('UnknownFormat', `${path} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json or one *.safetensors file)`, { path });
+    }
+    const what = CONTENT_NAMES[p.content ?? 'unknown'] ?? p.content;
+    const code = p.content === 'unknown' || p.content === null ? 'UnknownFormat' : 'UnsupportedFormat';
+    throw new TensorportError(code, `${path} holds ${what}; tensorport reads safetensors so far`, { path });
+  }
+  const warnings: Finding[] = [];
+  const ext = extname(path).toLowerCase();
+  if (!p.isDirectory && !format.extensions.includes(ext)) {
+    warnings.push({
+      code: 'ExtensionMismatch',
+      message: `${path} has the extension '${ext || '(none)'}' but its content is ${format.name}; reading it as ${format.name}`,
+      path,
+    });
+  }
+  return { format, probe: p, warnings };
+}

@@ -1,0 +1,197 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { TensorportError } from '@tensorport/core';
+import { convert, type ConvertResult, type TargetDtype } from './convert.ts';
+import { renderInspect } from './render.ts';
+import { inspect } from './inspect.ts';
+import { ProgressBar, type ProgressStream } from './progress.ts';
+import { describeError, describeFinding } from './report.ts';
+import { formatBytes, parseSize } from './size.ts';
+import { validate } from './validate.ts';
+import { VERSION } from './version.ts';
+
+export interface CliIO {
+  stdout: { write(text: string): unknown };
+  stderr: ProgressStream;
+}
+
+/** Exit codes: 0 success, 1 invalid input or failed work, 2 usage error. */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+const DTYPE_CHOICES = ['f16', 'bf16', 'f32'];
+
+function parseDtype(value: string): TargetDtype {
+  const v = value.toLowerCase();
+  if (!DTYPE_CHOICES.includes(v)) throw new InvalidArgumentError(`expected one of ${DTYPE_CHOICES.join(', ')}`);
+  return v.toUpperCase() as TargetDtype;
+}
+
+function parseSizeOption(value: string): number {
+  const n = parseSize(value);
+  if (n === null || n <= 0) throw new InvalidArgumentError('expected a size such as 5GB, 5GiB, 500MB or a byte count');
+  return n;
+}
+
+/** Runs the `tensorport` command line; resolves to the exit code and never calls process.exit. */
+export async function main(argv: readonly string[], io: CliIO): Promise<number> {
+  let exitCode = EXIT_OK;
+  let usageMessage = '';
+  const out = (text: string) => io.stdout.write(text);
+  const err = (text: string) => io.stderr.write(text);
+
+  const program = new Command('tensorport')
+    .description('Move model weights between formats safely; every output is validated.')
+    .version(VERSION, '-V, --version')
+    .exitOverride()
+    .configureOutput({
+      writeOut: out,
+      writeErr: err,
+      // Kept and printed as one line below, where the exit code is decided.
+      outputError: (text) => {
+        usageMessage = text;
+      },
+    })
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ tensorport inspect model.safetensors
+  $ tensorport validate ./llama-shards/ --json
+  $ tensorport convert model.safetensors model-f16.safetensors --dtype f16
+  $ tensorport convert model.safetensors out/ --max-shard-size 2GB
+
+Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.`,
+    );
+
+  program
+    .command('inspect')
+    .description('List format, metadata and every tensor (dtype, shape, bytes, offsets) with parameter totals')
+    .argument('<path>', 'a .safetensors file or a directory with a sharded checkpoint')
+    .option('--json', 'print one JSON object instead of a table')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ tensorport inspect model.safetensors
+  $ tensorport inspect ./checkpoint-dir/ --json | jq '.totals'`,
+    )
+    .action(async (path: string, opts: { json?: boolean }) => {
+      const report = await inspect(path);
+      out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderInspect(report));
+    });
+
+  program
+    .command('validate')
+    .description('Check a checkpoint against the safetensors rules; report every finding with its location')
+    .argument('<path>', 'a .safetensors file or a directory with a sharded checkpoint')
+    .option('--json', 'print {valid, errors, warnings} as JSON')
+    .addHelpText(
+      'after',
+      `
+Exits 0 when the checkpoint is valid (warnings allowed), 1 when it is not.
+
+Examples:
+  $ tensorport validate downloaded.safetensors
+  $ tensorport validate ./checkpoint-dir/ --json`,
+    )
+    .action(async (path: string, opts: { json?: boolean }) => {
+      const report = await validate(path);
+      if (opts.json) {
+        out(`${JSON.stringify(report, null, 2)}\n`);
+      } else {
+        for (const e of report.errors) out(`error   ${describeFinding(e)}\n`);
+        for (const w of report.warnings) out(`warning ${describeFinding(w)}\n`);
+        out(
+          report.valid
+            ? `${path}: valid (${report.warnings.length} warning${report.warnings.length === 1 ? '' : 's'})\n`
+            : `${path}: INVALID (${report.errors.length} error${report.errors.length === 1 ? '' : 's'}, ${report.warnings.length} warning${report.warnings.length === 1 ? '' : 's'})\n`,
+        );
+      }
+      if (!report.valid) exitCode = EXIT_FAILED;
+    });
+
+  program
+    .command('convert')
+    .description('Convert a checkpoint to safetensors (one file, or shards + index), then validate what was written')
+    .argument('<input>', 'a safetensors file (any extension; detected by content) or a sharded checkpoint directory')
+    .argument('<output>', "a file path, or a directory (existing, or ending with '/') that receives model.safetensors or shards + index")
+    .addOption(new Option('--dtype <dtype>', 'cast floating-point tensors to f16, bf16 or f32').argParser(parseDtype))
+    .addOption(
+      new Option('--max-shard-size <size>', 'largest shard when the output is a directory (5GB = 5e9 bytes, 5GiB = 5·2^30)')
+        .argParser(parseSizeOption)
+        .default(5e9, '5GB'),
+    )
+    .option('--force', 'replace an existing output')
+    .option('--json', 'print the result as JSON (files, tensors, bytes, warnings)')
+    .addHelpText(
+      'after',
+      `
+Output rules:
+  out.safetensors       one file, whatever the size
+  out/ (or existing dir) out/model.safetensors, or out/model-00001-of-0000N.safetensors
+                        + out/model.safetensors.index.json when the total exceeds --max-shard-size
+Nothing is written over an existing output without --force, and the input is never the output.
+
+Examples:
+  $ tensorport convert model.bin model.safetensors            # a .bin that is really safetensors
+  $ tensorport convert model.safetensors model-bf16.safetensors --dtype bf16
+  $ tensorport convert model.safetensors shards/ --max-shard-size 2GB
+  $ tensorport convert shards/ merged.safetensors --force`,
+    )
+    .action(
+      async (
+        input: string,
+        output: string,
+        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean },
+        command: Command,
+      ) => {
+        const bar = opts.json ? null : { current: null as ProgressBar | null };
+        const result: ConvertResult = await convert({
+          input,
+          output,
+          ...(opts.dtype ? { dtype: opts.dtype } : {}),
+          // Only an explicit --max-shard-size makes a sharded write into a file path an error.
+          ...(command.getOptionValueSource('maxShardSize') === 'default' ? {} : { maxShardSize: opts.maxShardSize }),
+          force: opts.force === true,
+          onProgress: (done, total) => {
+            if (!bar) return;
+            bar.current ??= new ProgressBar(io.stderr, total, 'converting');
+            bar.current.update(done);
+          },
+        }).finally(() => bar?.current?.finish());
+        if (opts.json) {
+          out(`${JSON.stringify(result, null, 2)}\n`);
+          return;
+        }
+        for (const w of result.warnings) err(`tensorport: warning: ${describeFinding(w)}\n`);
+        out(
+          `wrote ${result.files.length} file${result.files.length === 1 ? '' : 's'} (${result.tensors} tensors, ${formatBytes(result.bytes)}), validated:\n`,
+        );
+        for (const f of result.files) out(`  ${f}\n`);
+      },
+    );
+
+  try {
+    if (argv.length === 0) {
+      program.outputHelp({ error: true });
+      return EXIT_USAGE;
+    }
+    await program.parseAsync([...argv], { from: 'user' });
+    return exitCode;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return EXIT_OK;
+      if (e.code === 'commander.help') return e.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+      const text = (usageMessage || e.message).trim().replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+      err(`tensorport: usage: ${text} (see 'tensorport --help')\n`);
+      return EXIT_USAGE;
+    }
+    if (e instanceof TensorportError && e.code === 'InvalidOption') {
+      err(`tensorport: usage: ${e.message} (see 'tensorport --help')\n`);
+      return EXIT_USAGE;
+    }
+    err(`${describeError(e)}\n`);
+    return EXIT_FAILED;
+  }
+}

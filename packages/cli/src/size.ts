@@ -1,0 +1,45 @@
+/**
+ * Sizes the way Hugging Face tools write them (`transformers`' `convert_file_size_to_int`):
+ * decimal units are powers of 10 (`5GB` = 5·10^9), binary units powers of 2 (`5GiB` = 5·2^30),
+ * a bare number is bytes. Units are case-insensitive; a fraction is allowed (`1.5GB`).
+ */
+const UNITS: Readonly<Record<string, number>> = {
+  b: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+  kib: 2 ** 10,
+  mib: 2 ** 20,
+  gib: 2 ** 30,
+  tib: 2 ** 40,
+};
+
+/** Parses `5GB`, `5GiB`, `500MB`, `1048576`; returns null when the text is not a size. */
+export function parseSize(text: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  if (!m) return null;
+  const unit = UNITS[(m[2] || 'b').toLowerCase()];
+  if (unit === undefined) return null;
+  const bytes = Math.floor(Number(m[1]) * unit);
+  return Number.isSafeInteger(bytes) ? bytes : null;
+}
+
+/** `1536` → `1.5 KiB`: binary units, three significant digits, for tables and progress. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let value = bytes;
+  let unit = 'B';
+  for (const u of units) {
+    if (value < 1024) break;
+    value /= 1024;
+    unit = u;
+  }
+  return `${value < 10 ? value.toFixed(2) : value < 100 ? value.toFixed(1) : value.toFixed(0)} ${unit}`;
+}
+
+/** `1234567` → `1,234,567`: parameter counts stay exact but readable. */
+export function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
+}
