@@ -35,6 +35,23 @@ export function npyPrefixLength(options: NpyHeaderOptions): number {
   return 12 + (options.maxHeaderSize ?? DEFAULT_MAX_HEADER_SIZE);
 }
 
+/** numpy's headers fit in 128 bytes; a first read this long almost always suffices. */
+const FIRST_READ = 256;
+
+/**
+ * Reads the header bytes through `read(length)` (which may return fewer at the end of the data):
+ * a short first read, then exactly the declared header if it is longer and within the cap.
+ */
+export async function readNpyPrefix(read: (length: number) => Promise<Uint8Array>, options: NpyHeaderOptions): Promise<Uint8Array> {
+  const cap = npyPrefixLength(options);
+  const first = await read(Math.min(FIRST_READ, cap));
+  if (first.byteLength < 12 || !startsWithNpyMagic(first)) return first;
+  const major = first[6]!;
+  const len = major === 1 ? first[8]! | (first[9]! << 8) : (first[8]! | (first[9]! << 8) | (first[10]! << 16)) + first[11]! * 0x1000000;
+  const end = (major === 1 ? 10 : 12) + len;
+  return end > first.byteLength && end <= cap ? read(end) : first;
+}
+
 /**
  * Parses magic, version (1.0, 2.0, 3.0), header length (u16 for 1.0, u32 after) and the header
  * dict from the first bytes of a .npy. `bytes` may be longer than the header; if it is shorter,

@@ -1,6 +1,6 @@
 import { TensorportError, readChunks, type ByteSource, type Checkpoint, type Finding } from '@tensorport/core';
 import { arrayDescriptor, DEFAULT_MAX_FORTRAN_BYTES } from './descriptor.ts';
-import { npyPrefixLength, parseNpyHeader, type NpyHeaderOptions } from './npy-header.ts';
+import { parseNpyHeader, readNpyPrefix, type NpyHeaderOptions } from './npy-header.ts';
 
 export interface NpyReadOptions extends NpyHeaderOptions {
   /** Tensor name (default: the source name without directories and `.npy`). */
@@ -22,7 +22,7 @@ export async function openNpy(source: ByteSource, options: NpyReadOptions = {}):
     options.onWarning?.(f);
   };
   const name = options.name ?? (source.name.split(/[\\/]/).pop()!.replace(/\.npy$/, '') || 'array');
-  const prefix = await source.read(0, Math.min(source.size, npyPrefixLength(options)));
+  const prefix = await readNpyPrefix((n) => source.read(0, Math.min(source.size, n)), options);
   const h = parseNpyHeader(prefix, name, options, warn);
   const trailing = source.size - h.dataOffset - h.byteLength;
   if (trailing > 0) warn({ code: 'NpyTrailingBytes', message: `${name}: ${trailing} bytes after the array data are ignored (as np.load does)`, tensor: name });

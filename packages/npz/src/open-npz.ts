@@ -4,7 +4,7 @@ import {
 } from '@tensorport/core';
 import { arrayDescriptor, DEFAULT_MAX_FORTRAN_BYTES } from './descriptor.ts';
 import { fflateCodec } from './fflate-codec.ts';
-import { npyPrefixLength, parseNpyHeader, startsWithNpyMagic, type NpyHeaderOptions } from './npy-header.ts';
+import { parseNpyHeader, readNpyPrefix, startsWithNpyMagic, type NpyHeaderOptions } from './npy-header.ts';
 
 export interface NpzReadOptions extends NpyHeaderOptions, Omit<ZipReadOptions, 'codec'> {
   /** Raw DEFLATE for savez_compressed members (default fflate; pass `nodeZlibCodec` in Node for speed). */
@@ -40,7 +40,7 @@ export async function openNpz(source: ByteSource, options: NpzReadOptions = {}):
   for (const entry of zip.entries) {
     if (entry.name.endsWith('/') && entry.uncompressedSize === 0) continue;
     const name = entry.name.endsWith('.npy') ? entry.name.slice(0, -4) : entry.name;
-    const prefix = await zip.readPrefix(entry, npyPrefixLength(options));
+    const prefix = await readNpyPrefix((n) => zip.readPrefix(entry, n), options);
     if (!entry.name.endsWith('.npy') && !startsWithNpyMagic(prefix)) {
       warn({ code: 'NpzSkippedMember', message: `member ${JSON.stringify(entry.name)} is not a .npy; skipped`, tensor: entry.name });
       continue;
