@@ -1,2 +1,5 @@
-export {};
 export * from './zlib.ts';
+export { FileSource } from './file-source.ts';
+export { FileSink, type FileSinkOptions } from './file-sink.ts';
+export { pendingTempFiles } from './cleanup.ts';
+export { openCheckpointPath, sameFile, writeCheckpointPath, type WriteCheckpointOptions, type WriteCheckpointResult } from './paths.ts';

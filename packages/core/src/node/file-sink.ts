@@ -1,0 +1,201 @@
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { link, lstat, open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { TensorportError } from '../errors.ts';
+import type { ByteSink } from '../io/sink.ts';
+import { registerTempFile, unregisterTempFile } from './cleanup.ts';
+import { errnoCode, ioError } from './file-source.ts';
+
+export interface FileSinkOptions {
+  /** Replace an existing target (on commit). Without it an existing target is OutputExists. */
+  force?: boolean;
+  /**
+   * fsync the file before the rename (and the directory after), so a crash cannot leave an empty
+   * or partial file under the target's name. Default true; see docs/architecture.md for the cost.
+   */
+  fsync?: boolean;
+  /** Write-behind buffer size; two are used (one filling, one being written). Default 8 MiB. */
+  bufferSize?: number;
+}
+
+const DEFAULT_BUFFER = 8 * 1024 * 1024;
+
+/**
+ * A file written all-or-nothing: bytes go to a temp file beside the target (same directory, so the
+ * final rename is atomic and never crosses file systems); `commit` renames it onto the target,
+ * `abort` deletes it. Until commit the target is untouched, also when the process is interrupted
+ * (see cleanup.ts).
+ *
+ * Writes are copied into a buffer and written in big positional writes while the caller produces
+ * the next chunk: at most one write in flight, so memory is bounded by two buffers.
+ */
+export class FileSink implements ByteSink {
+  bytesWritten = 0;
+  private state: 'open' | 'committing' | 'committed' | 'aborted' = 'open';
+  private buf: Uint8Array;
+  private spare: Uint8Array;
+  private fill = 0;
+  private filePos = 0;
+  private inflight: Promise<void> | null = null;
+  private failure: TensorportError | null = null;
+
+  private constructor(
+    private readonly fh: FileHandle,
+    /** The final path. */
+    readonly name: string,
+    readonly tempPath: string,
+    private readonly opts: Required<FileSinkOptions>,
+  ) {
+    this.buf = new Uint8Array(opts.bufferSize);
+    this.spare = new Uint8Array(opts.bufferSize);
+  }
+
+  static async create(target: string, options: FileSinkOptions = {}): Promise<FileSink> {
+    const opts = { force: false, fsync: true, bufferSize: DEFAULT_BUFFER, ...options };
+    const path = resolve(target);
+    await checkTarget(path, opts.force);
+    const temp = join(dirname(path), `.${basename(path)}.tensorport-${randomBytes(6).toString('hex')}.tmp`);
+    // Registered before it exists: a signal between open and registration must not leak it.
+    registerTempFile(temp);
+    let fh: FileHandle;
+    try {
+      fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+    } catch (e) {
+      unregisterTempFile(temp);
+      throw ioError(`cannot create a temporary file beside ${path}`, path, e);
+    }
+    return new FileSink(fh, path, temp, opts);
+  }
+
+  async write(chunk: Uint8Array): Promise<void> {
+    this.checkOpen();
+    let pos = 0;
+    while (pos < chunk.byteLength) {
+      const n = Math.min(this.buf.byteLength - this.fill, chunk.byteLength - pos);
+      this.buf.set(chunk.subarray(pos, pos + n), this.fill);
+      this.fill += n;
+      pos += n;
+      if (this.fill === this.buf.byteLength) await this.flush();
+    }
+    this.bytesWritten += chunk.byteLength;
+  }
+
+  async commit(): Promise<void> {
+    this.checkOpen();
+    this.state = 'committing';
+    try {
+      await this.flush();
+      await this.settle();
+      if (this.opts.fsync) await this.fh.sync();
+      await this.fh.close();
+      await this.publish();
+    } catch (e) {
+      this.state = 'open';
+      await this.abort();
+      throw e instanceof TensorportError ? e : ioError(`cannot finish ${this.name}`, this.name, e);
+    }
+    this.state = 'committed';
+    unregisterTempFile(this.tempPath);
+    if (this.opts.fsync) await syncDirectory(dirname(this.name));
+  }
+
+  /** Deletes the temp file; the target is untouched. Safe to call twice; a no-op after commit. */
+  async abort(): Promise<void> {
+    if (this.state === 'committed' || this.state === 'aborted') return;
+    this.state = 'aborted';
+    await this.inflight?.catch(() => {});
+    await this.fh.close().catch(() => {});
+    await unlink(this.tempPath).catch(() => {});
+    unregisterTempFile(this.tempPath);
+  }
+
+  private checkOpen(): void {
+    if (this.failure) throw this.failure;
+    if (this.state !== 'open') throw new TensorportError('IoError', `${this.name}: write after ${this.state === 'committing' ? 'commit started' : this.state}`, { path: this.name });
+  }
+
+  /** Hands the filled buffer to the writer (after the previous write finished) and swaps buffers. */
+  private async flush(): Promise<void> {
+    await this.settle();
+    if (this.fill === 0) return;
+    const data = this.buf.subarray(0, this.fill);
+    const at = this.filePos;
+    this.filePos += this.fill;
+    this.inflight = writeAll(this.fh, data, at).catch((e: unknown) => {
+      this.failure = ioError(`write of ${data.byteLength} bytes at offset ${at} to ${this.tempPath} failed`, this.name, e, at);
+    });
+    [this.buf, this.spare] = [this.spare, this.buf];
+    this.fill = 0;
+  }
+
+  private async settle(): Promise<void> {
+    if (this.inflight) {
+      await this.inflight;
+      this.inflight = null;
+    }
+    if (this.failure) throw this.failure;
+  }
+
+  /**
+   * With `force`, a rename replaces whatever is at the target. Without it, `link` publishes the
+   * file only if the target still does not exist (atomic no-clobber); file systems without hard
+   * links fall back to check-then-rename.
+   */
+  private async publish(): Promise<void> {
+    if (this.opts.force) {
+      await rename(this.tempPath, this.name);
+      return;
+    }
+    try {
+      await link(this.tempPath, this.name);
+    } catch (e) {
+      const code = errnoCode(e);
+      if (code === 'EEXIST') throw outputExists(this.name);
+      if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EMLINK', 'EXDEV'].includes(code ?? '')) throw e;
+      await checkTarget(this.name, false);
+      await rename(this.tempPath, this.name);
+      return;
+    }
+    await unlink(this.tempPath);
+  }
+}
+
+async function writeAll(fh: FileHandle, data: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < data.byteLength) {
+    const { bytesWritten } = await fh.write(data, done, data.byteLength - done, position + done);
+    if (bytesWritten === 0) throw new Error('the file system accepted no bytes');
+    done += bytesWritten;
+  }
+}
+
+async function checkTarget(path: string, force: boolean): Promise<void> {
+  let st;
+  try {
+    st = await lstat(path);
+  } catch (e) {
+    if (errnoCode(e) === 'ENOENT') return;
+    throw ioError(`cannot check ${path}`, path, e);
+  }
+  if (st.isDirectory()) throw new TensorportError('OutputExists', `${path} is a directory`, { path });
+  if (!force) throw outputExists(path);
+}
+
+function outputExists(path: string): TensorportError {
+  return new TensorportError('OutputExists', `${path} already exists (use --force to replace it)`, { path });
+}
+
+/** Makes the rename itself durable. Best effort: some file systems refuse fsync on directories. */
+async function syncDirectory(dir: string): Promise<void> {
+  try {
+    const fh = await open(dir, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    // Not fatal: the file's data is already synced; only the name might be lost in a crash.
+  }
+}

@@ -1,0 +1,352 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { link, mkdir, mkdtemp, open, readdir, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FileSink, FileSource, openCheckpointPath, pendingTempFiles, sameFile, writeCheckpointPath } from '../src/node/index.ts';
+import { TensorportError, writeSafetensors, type TensorDescriptor } from '../src/index.ts';
+import { collect, memTensor, patternBytes } from './helpers/mem-tensor.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tensorport-fileio-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function fresh(name: string): Promise<string> {
+  const d = join(dir, name);
+  await mkdir(d, { recursive: true });
+  return d;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof TensorportError) return e.code;
+    throw e;
+  }
+  return 'no error';
+}
+
+describe('FileSource', () => {
+  it('reads ranges exactly, with fresh plain Uint8Arrays', async () => {
+    const d = await fresh('src');
+    const data = patternBytes(100_000, 7);
+    await writeFile(join(d, 'f'), data);
+    const src = await FileSource.open(join(d, 'f'));
+    expect(src.size).toBe(100_000);
+    const a = await src.read(10, 5000);
+    const b = await src.read(10, 5000);
+    expect(Object.getPrototypeOf(a)).toBe(Uint8Array.prototype);
+    expect(a.buffer).not.toBe(b.buffer);
+    expect(a.byteOffset).toBe(0);
+    expect(a.buffer.byteLength).toBe(5000);
+    a.fill(0);
+    expect(Buffer.from(b).equals(Buffer.from(data.subarray(10, 5010)))).toBe(true);
+    expect((await src.read(100_000, 0)).byteLength).toBe(0);
+    expect(Buffer.from(await src.read(0, 100_000)).equals(Buffer.from(data))).toBe(true);
+    expect(src.bytesRead).toBe(110_000);
+    expect(await codeOf(src.read(99_999, 2))).toBe('ReadOutOfBounds');
+    expect(await codeOf(src.read(-1, 1))).toBe('ReadOutOfBounds');
+    await src.close();
+    await src.close();
+    expect(await codeOf(src.read(0, 1))).toBe('IoError');
+  });
+  it('a file that shrinks after open is a ShortRead, not a hang or garbage', async () => {
+    const d = await fresh('shrink');
+    await writeFile(join(d, 'f'), patternBytes(1000));
+    const src = await FileSource.open(join(d, 'f'));
+    await truncate(join(d, 'f'), 600);
+    expect(await codeOf(src.read(500, 200))).toBe('ShortRead');
+    await src.close();
+  });
+  it('refuses missing files, directories and FIFOs with IoError', async () => {
+    const d = await fresh('odd');
+    expect(await codeOf(FileSource.open(join(d, 'missing')))).toBe('IoError');
+    expect(await codeOf(FileSource.open(d))).toBe('IoError');
+    // Without a writer, a blocking open of a FIFO would never return.
+    execFileSync('mkfifo', [join(d, 'fifo')]);
+    expect(await codeOf(FileSource.open(join(d, 'fifo')))).toBe('IoError');
+  });
+  it('reads a sparse file beyond 4 GiB at offsets past 2^32', async () => {
+    const d = await fresh('sparse');
+    const path = join(d, 'big');
+    const size = 2 ** 32 + 2 ** 30 + 123; // 5 GiB + 123
+    const fh = await open(path, 'w');
+    const marks: Array<[number, Uint8Array]> = [
+      [2 ** 32 - 3, patternBytes(10, 1)], // straddles 2^32
+      [2 ** 32 + 12345, patternBytes(4096, 2)],
+      [size - 77, patternBytes(77, 3)],
+    ];
+    for (const [at, bytes] of marks) await fh.write(bytes, 0, bytes.byteLength, at);
+    await fh.truncate(size);
+    await fh.close();
+    const src = await FileSource.open(path);
+    expect(src.size).toBe(size);
+    for (const [at, bytes] of marks) {
+      expect(Buffer.from(await src.read(at, bytes.byteLength)).equals(Buffer.from(bytes))).toBe(true);
+    }
+    const hole = await src.read(2 ** 32 + 2 ** 20, 64);
+    expect(hole.every((x) => x === 0)).toBe(true);
+    expect(await codeOf(src.read(size - 76, 77))).toBe('ReadOutOfBounds');
+    await src.close();
+    await rm(path);
+  });
+});
+
+describe('FileSink', () => {
+  const listing = async (d: string) => (await readdir(d)).sort();
+
+  it('writes through a temp file beside the target and renames it on commit', async () => {
+    const d = await fresh('sink-ok');
+    const target = join(d, 'out.bin');
+    const sink = await FileSink.create(target, { bufferSize: 7 });
+    expect(sink.tempPath.startsWith(join(d, '.out.bin.tensorport-'))).toBe(true);
+    expect(sink.tempPath.endsWith('.tmp')).toBe(true);
+    expect(pendingTempFiles()).toContain(sink.tempPath);
+    const data = patternBytes(10_000, 5);
+    const reused = new Uint8Array(333);
+    for (let pos = 0; pos < data.byteLength; ) {
+      const n = Math.min(data.byteLength - pos, [1, 6, 7, 8, 333, 50][pos % 6]!);
+      // The sink must copy: the caller overwrites its buffer right after each write.
+      reused.set(data.subarray(pos, pos + n));
+      await sink.write(reused.subarray(0, n));
+      reused.fill(0xee);
+      pos += n;
+    }
+    expect(await listing(d)).toEqual([sink.tempPath.slice(d.length + 1)]);
+    await sink.commit();
+    expect(await listing(d)).toEqual(['out.bin']);
+    expect(Buffer.from(await readFile(target)).equals(Buffer.from(data))).toBe(true);
+    expect(sink.bytesWritten).toBe(10_000);
+    expect(pendingTempFiles()).not.toContain(sink.tempPath);
+    expect(await codeOf(sink.write(new Uint8Array(1)))).toBe('IoError');
+    await sink.abort(); // no-op after commit
+    expect(await listing(d)).toEqual(['out.bin']);
+  });
+  it('refuses an existing target without force, replaces it with force', async () => {
+    const d = await fresh('sink-exists');
+    const target = join(d, 'x');
+    await writeFile(target, 'old');
+    expect(await codeOf(FileSink.create(target))).toBe('OutputExists');
+    expect(await codeOf(FileSink.create(d, { force: true }))).toBe('OutputExists');
+    const sink = await FileSink.create(target, { force: true });
+    await sink.write(new TextEncoder().encode('new'));
+    expect(await readFile(target, 'utf8')).toBe('old');
+    await sink.commit();
+    expect(await readFile(target, 'utf8')).toBe('new');
+    expect(await listing(d)).toEqual(['x']);
+  });
+  it('does not clobber a target created while writing (no force)', async () => {
+    const d = await fresh('sink-race');
+    const target = join(d, 'x');
+    const sink = await FileSink.create(target);
+    await sink.write(new Uint8Array(10));
+    await writeFile(target, 'someone else');
+    expect(await codeOf(sink.commit())).toBe('OutputExists');
+    expect(await readFile(target, 'utf8')).toBe('someone else');
+    expect(await listing(d)).toEqual(['x']);
+  });
+  it('abort removes the temp file; a failing writeSafetensors leaves nothing at the target', async () => {
+    const d = await fresh('sink-abort');
+    const sink = await FileSink.create(join(d, 'a'));
+    await sink.write(new Uint8Array(100));
+    await sink.abort();
+    await sink.abort();
+    expect(await listing(d)).toEqual([]);
+    const broken: TensorDescriptor = {
+      ...memTensor('w', 'U8', [1 << 20]),
+      async *chunks() {
+        yield new Uint8Array(1 << 19);
+        throw new Error('source died mid-stream');
+      },
+    };
+    const sink2 = await FileSink.create(join(d, 'model.safetensors'), { bufferSize: 4096 });
+    await expect(writeSafetensors([memTensor('a', 'F32', [1000]), broken], null, sink2)).rejects.toThrow('source died');
+    expect(await listing(d)).toEqual([]);
+    expect(pendingTempFiles()).toEqual([]);
+  });
+});
+
+// ---- interrupted processes: a child writes slowly until killed ----
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+let childScript: string;
+
+beforeAll(async () => {
+  // The child runs TypeScript sources: bundle them with the esbuild that tsup ships.
+  const require = createRequire(import.meta.url);
+  const esbuild = createRequire(require.resolve('tsup'))('esbuild') as { build(options: Record<string, unknown>): Promise<unknown> };
+  const entry = join(dir, 'child-entry.ts');
+  await writeFile(
+    entry,
+    `import { FileSink } from ${JSON.stringify(resolve(here, '../src/node/file-sink.ts'))};
+import { writeSafetensors } from ${JSON.stringify(resolve(here, '../src/safetensors/writer.ts'))};
+const [target, mode] = process.argv.slice(2);
+if (mode === 'own-handler') process.on('SIGTERM', () => { process.stdout.write('handled\\n'); setTimeout(() => process.exit(7), 20); });
+const sink = await FileSink.create(target!, { bufferSize: 4096 });
+let told = false;
+const endless = {
+  name: 'w', dtype: 'U8' as const, shape: [1e9], byteLength: 1e9,
+  async *chunks() {
+    for (;;) {
+      yield new Uint8Array(65536).fill(1);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  },
+};
+await writeSafetensors([endless], null, sink, {
+  onProgress(done) {
+    if (!told && done > 300_000) {
+      told = true;
+      process.stdout.write(JSON.stringify({ temp: sink.tempPath }) + '\\n');
+      if (mode === 'exit') setTimeout(() => process.exit(3), 300);
+      if (mode === 'throw') setTimeout(() => { throw new Error("boom"); }, 300);
+    }
+  },
+});
+`,
+  );
+  childScript = join(dir, 'child.mjs');
+  await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: childScript, logLevel: 'error' });
+});
+
+function runChild(target: string, mode: string, signal: NodeJS.Signals | null): Promise<{ code: number | null; signal: NodeJS.Signals | null; temp: string; sawTemp: boolean; out: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [childScript, target, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let temp = '';
+    let sawTemp = false;
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.stdout.on('data', async (d: Buffer) => {
+      out += d.toString();
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line && !temp) {
+        temp = (JSON.parse(line) as { temp: string }).temp;
+        try {
+          await readFile(temp).then((b) => (sawTemp = b.byteLength > 0));
+        } catch {
+          sawTemp = false;
+        }
+        if (signal) child.kill(signal);
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code, sig) => {
+      clearTimeout(timer);
+      resolvePromise({ code, signal: sig, temp, sawTemp, out });
+    });
+  });
+}
+
+describe('interrupted runs leave neither a target nor a temp file', () => {
+  it.each([
+    ['SIGINT', 'plain', 'SIGINT'],
+    ['SIGTERM', 'plain', 'SIGTERM'],
+    ['SIGHUP', 'plain', 'SIGHUP'],
+  ] as const)('%s: the process still dies of the signal', async (_, mode, signal) => {
+    const d = await fresh(`kill-${signal}`);
+    const r = await runChild(join(d, 'model.safetensors'), mode, signal);
+    expect(r.sawTemp).toBe(true);
+    expect(r.signal).toBe(signal);
+    expect(await readdir(d)).toEqual([]);
+  });
+  it('an application SIGTERM handler keeps control (exit code 7), temp file still removed', async () => {
+    const d = await fresh('kill-handler');
+    const r = await runChild(join(d, 'model.safetensors'), 'own-handler', 'SIGTERM');
+    expect(r.sawTemp).toBe(true);
+    expect([r.code, r.signal]).toEqual([7, null]);
+    expect(r.out).toContain('handled');
+    expect(await readdir(d)).toEqual([]);
+  });
+  it.each([
+    ['process.exit', 'exit', 3],
+    ['an uncaught exception', 'throw', 1],
+  ])('%s', async (_, mode, code) => {
+    const d = await fresh(`exit-${mode}`);
+    const r = await runChild(join(d, 'model.safetensors'), mode, null);
+    expect(r.sawTemp).toBe(true);
+    expect(r.code).toBe(code);
+    expect(await readdir(d)).toEqual([]);
+  });
+});
+
+describe('sameFile', () => {
+  it('compares device and inode: other spellings, symlinks and hard links are the same file', async () => {
+    const d = await fresh('same');
+    const a = join(d, 'a');
+    await writeFile(a, 'x');
+    await writeFile(join(d, 'b'), 'x');
+    await symlink(a, join(d, 'sym'));
+    await link(a, join(d, 'hard'));
+    await mkdir(join(d, 'sub'));
+    expect(await sameFile(a, join(d, 'sub', '..', 'a'))).toBe(true);
+    expect(await sameFile(a, join(d, 'sym'))).toBe(true);
+    expect(await sameFile(join(d, 'hard'), join(d, 'sym'))).toBe(true);
+    expect(await sameFile(a, join(d, 'b'))).toBe(false);
+    expect(await sameFile(a, join(d, 'missing'))).toBe(false);
+  });
+});
+
+describe('checkpoint paths', () => {
+  const tensors = [memTensor('b', 'F32', [100]), memTensor('a', 'I64', [50]), memTensor('c', 'U8', [30])];
+
+  async function expectSame(path: string): Promise<void> {
+    const ckpt = await openCheckpointPath(path);
+    try {
+      expect(ckpt.metadata).toEqual(new Map([['format', 'pt']]));
+      expect(ckpt.tensors.map((t) => t.name).sort()).toEqual(['a', 'b', 'c']);
+      for (const t of tensors) {
+        const got = ckpt.tensors.find((x) => x.name === t.name)!;
+        expect(Buffer.from(await collect(got)).equals(Buffer.from(await collect(t)))).toBe(true);
+      }
+    } finally {
+      await ckpt.close();
+    }
+  }
+
+  it('file output: one file at exactly that path, never sharded', async () => {
+    const d = await fresh('paths-file');
+    const out = join(d, 'weights.safetensors');
+    const r = await writeCheckpointPath(tensors, { format: 'pt' }, out, { maxShardSize: 10 });
+    expect(r.paths).toEqual([out]);
+    expect(await readdir(d)).toEqual(['weights.safetensors']);
+    await expectSame(out);
+    expect(await codeOf(writeCheckpointPath(tensors, null, out))).toBe('OutputExists');
+    expect(await codeOf(writeCheckpointPath(tensors, null, out, { force: true, inputs: [join(d, '.', 'weights.safetensors')] }))).toBe('SameInputOutput');
+  });
+  it('directory output: model.safetensors, or shards + index; opens back by directory or index path', async () => {
+    const d = await fresh('paths-dir');
+    const single = await writeCheckpointPath(tensors, { format: 'pt' }, join(d, 'one') + '/');
+    expect(single.files).toEqual(['model.safetensors']);
+    await expectSame(join(d, 'one'));
+    const sharded = await writeCheckpointPath(tensors, { format: 'pt' }, join(d, 'many') + '/', { maxShardSize: 450 });
+    expect(sharded.files).toEqual(['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json']);
+    expect((await readdir(join(d, 'many'))).sort()).toEqual(sharded.files);
+    await expectSame(join(d, 'many'));
+    await expectSame(join(d, 'many', 'model.safetensors.index.json'));
+    // Existing directory without a trailing slash is a directory output too; existing files refused.
+    expect(await codeOf(writeCheckpointPath(tensors, null, join(d, 'many'), { maxShardSize: 450 }))).toBe('OutputExists');
+    // Reading a directory and writing into it with force would replace what is being read.
+    expect(await codeOf(writeCheckpointPath(tensors, null, join(d, 'many'), { force: true, maxShardSize: 450, inputs: [join(d, 'many')] }))).toBe('SameInputOutput');
+    // Forced single-file rewrite of a sharded directory removes the stale index so it opens as written.
+    await writeCheckpointPath(tensors, { format: 'pt' }, join(d, 'many'), { force: true });
+    expect((await readdir(join(d, 'many'))).sort()).toEqual(['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors']);
+    await expectSame(join(d, 'many'));
+  });
+  it('errors: no checkpoint in a directory, a missing shard, a missing path', async () => {
+    const d = await fresh('paths-err');
+    expect(await codeOf(openCheckpointPath(d))).toBe('UnknownFormat');
+    expect(await codeOf(openCheckpointPath(join(d, 'nope')))).toBe('IoError');
+    await writeCheckpointPath(tensors, null, join(d, 'ck') + '/', { maxShardSize: 450 });
+    await rm(join(d, 'ck', 'model-00002-of-00002.safetensors'));
+    const err = (await openCheckpointPath(join(d, 'ck')).catch((e: unknown) => e)) as TensorportError;
+    expect(err.code).toBe('ShardMissing');
+    expect(err.path).toBe(join(d, 'ck', 'model-00002-of-00002.safetensors'));
+  });
+});
