@@ -4,11 +4,15 @@
  * bytes it got); every comparison happens here.
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { byteLength, DTYPES, MemorySink, type DType, type TensorDescriptor } from '../src/index.ts';
+import {
+  byteLength, BytesSource, DTYPES, MemorySink, openSafetensors, openShardedCheckpoint, writeSharded,
+  type Checkpoint, type DType, type TensorDescriptor,
+} from '../src/index.ts';
 import { writeSafetensors } from '../src/safetensors/writer.ts';
 import { memTensor, patternBytes } from './helpers/mem-tensor.ts';
 import { requirePython, runPython } from './helpers/python.ts';
@@ -70,6 +74,26 @@ if "pt" in modes:
         out["values"] = [[k, t.float().reshape(-1).tolist() if t.dtype in (torch.bfloat16, torch.float16) or
                           "float8" in str(t.dtype) else None] for k, t in loaded.items()]
 print(json.dumps(out))
+`;
+
+// Loads a sharded checkpoint the way transformers does: index → weight_map → safe_open each shard.
+// argv: directory. Also reports which tensors each shard holds, to check the index against them.
+const INSPECT_SHARDED = String.raw`
+import hashlib, json, os, sys
+import numpy as np
+from safetensors import safe_open
+d = sys.argv[1]
+h = lambda b: hashlib.sha256(bytes(b)).hexdigest()
+index = json.load(open(os.path.join(d, "model.safetensors.index.json")))
+seen, shards = [], {}
+for name, file in index["weight_map"].items():
+    with safe_open(os.path.join(d, file), framework="np") as f:
+        a = f.get_tensor(name)
+        seen.append([name, {"dtype": a.dtype.str, "shape": list(a.shape), "sha256": h(np.ascontiguousarray(a).tobytes())}])
+for file in sorted(set(index["weight_map"].values())):
+    with safe_open(os.path.join(d, file), framework="np") as f:
+        shards[file] = {"keys": sorted(f.keys()), "metadata": f.metadata()}
+print(json.dumps({"index": index, "tensors": seen, "shards": sorted(shards.items())}))
 `;
 
 // safetensors.numpy's dtypes and the numpy dtype string each comes back as.
@@ -234,6 +258,92 @@ describe.skipIf(!py)('files we write load in the reference package (numpy)', () 
     const report = await inspect(exe(), (await writeOurs(descriptors(sources), new Map([['__proto__', 'x']]))).path, ['np']);
     expect(Object.entries(report.metadata ?? {})).toEqual([['__proto__', 'x']]);
     expectSame(report, sources, ['safe_open_np', 'load_file_np']);
+  });
+});
+
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), '../../../fixtures/safetensors');
+
+async function writeShardedTo(target: string, tensors: readonly TensorDescriptor[], metadata: Record<string, string> | null, maxShardSize: number): Promise<string[]> {
+  await mkdir(target, { recursive: true });
+  const sinks = new Map<string, MemorySink>();
+  const result = await writeSharded(tensors, metadata, async (name) => {
+    const sink = new MemorySink(name);
+    sinks.set(name, sink);
+    return sink;
+  }, { maxShardSize });
+  for (const [name, sink] of sinks) await writeFile(join(target, name), sink.bytes());
+  return result.files;
+}
+
+async function openShardedDir(d: string): Promise<Checkpoint> {
+  return openShardedCheckpoint(new Uint8Array(await readFile(join(d, 'model.safetensors.index.json'))), async (name) =>
+    new BytesSource(new Uint8Array(await readFile(join(d, name))), name),
+  );
+}
+
+/** name → [dtype, shape, sha256 of the streamed bytes] */
+async function digest(c: Checkpoint): Promise<Map<string, [string, string, string]>> {
+  const out = new Map<string, [string, string, string]>();
+  for (const t of c.tensors) {
+    const h = createHash('sha256');
+    for await (const chunk of t.chunks()) h.update(chunk);
+    out.set(t.name, [t.dtype, JSON.stringify(t.shape), h.digest('hex')]);
+  }
+  return out;
+}
+
+interface ShardedReport {
+  index: { metadata: { total_size: number }; weight_map: Record<string, string> };
+  tensors: Pairs;
+  shards: Array<[string, { keys: string[]; metadata: Record<string, string> | null }]>;
+}
+
+describe.skipIf(!py)('sharded checkpoints we write load in the reference package', () => {
+  it('shards + index (transformers layout) load tensor by tensor with identical bytes', async () => {
+    const dtypes: DType[] = ['F32', 'F16', 'I64', 'U8', 'I32', 'F64'];
+    const sources = Array.from({ length: 14 }, (_, i) => source(`model.layers.${i}.w`, dtypes[i % dtypes.length]!, [8, 4 + i], i));
+    const target = join(dir, 'sharded-ours');
+    const files = await writeShardedTo(target, descriptors(sources), { format: 'pt' }, 700);
+    expect(files.length).toBeGreaterThanOrEqual(4);
+    expect(files).toContain('model.safetensors.index.json');
+    const report = JSON.parse(await runPython(py!.exe, INSPECT_SHARDED, { args: [target] })) as ShardedReport;
+    expect(sortPairs(report.tensors)).toEqual(sortPairs(sources.map((s): [string, Seen] => [s.name, expectedIn('np', s)])));
+    expect(report.index.metadata.total_size).toBe(sources.reduce((n, s) => n + s.data.byteLength, 0));
+    for (const [file, shard] of report.shards) {
+      expect(shard.metadata).toEqual({ format: 'pt' });
+      const listed = Object.entries(report.index.weight_map).filter(([, f]) => f === file).map(([n]) => n).sort();
+      expect(shard.keys).toEqual(listed);
+    }
+    expect(report.shards.map(([f]) => f)).toEqual(files.filter((f) => f !== 'model.safetensors.index.json').sort());
+  });
+
+  it('Python-written shards → one file → shards again: same tensors everywhere, and Python agrees', async () => {
+    const original = await openShardedDir(join(FIXTURES, 'sharded'));
+    const before = await digest(original);
+    expect(before.size).toBeGreaterThan(20);
+
+    // Merge into one file.
+    const merged = new MemorySink();
+    await writeSafetensors(original.tensors, original.metadata, merged);
+    await original.close();
+    const mergedPath = join(dir, 'merged.safetensors');
+    await writeFile(mergedPath, merged.bytes());
+    const single = await openSafetensors(new BytesSource(merged.bytes(), 'merged'));
+    expect(await digest(single)).toEqual(before);
+    const pyMerged = await inspect(py!.exe, mergedPath, ['np']);
+    expect(pyMerged.metadata).toEqual({ format: 'pt' });
+    expect(new Map(pyMerged.load_file_np!.map(([n, t]) => [n, t.sha256]))).toEqual(new Map([...before].map(([n, v]) => [n, v[2]])));
+
+    // Split again, smaller shards than the original.
+    const target = join(dir, 'resharded');
+    const files = await writeShardedTo(target, single.tensors, { format: 'pt' }, 4000);
+    expect(files.length).toBeGreaterThan(2);
+    const again = await openShardedDir(target);
+    expect(await digest(again)).toEqual(before);
+    await again.close();
+    const report = JSON.parse(await runPython(py!.exe, INSPECT_SHARDED, { args: [target] })) as ShardedReport;
+    expect(new Map(report.tensors.map(([n, t]) => [n, t.sha256]))).toEqual(new Map([...before].map(([n, v]) => [n, v[2]])));
+    expect((await readdir(target)).sort()).toEqual([...files].sort());
   });
 });
 
