@@ -355,20 +355,15 @@ export class JsonCursor {
     const negative = s.charCodeAt(j) === 0x2d;
     if (negative) j++;
     const intStart = j;
-    const failAt = (msg: string): never => {
-      this.i = j;
-      this.b = startB + (j - start);
-      return this.fail(msg);
-    };
-    if (j >= s.length) failAt('EOF while parsing a value');
+    if (j >= s.length) this.failNumber(start, startB, j, 'EOF while parsing a value');
     const first = s.charCodeAt(j);
     if (first === 0x30) {
       j++;
-      if (isDigit(s.charCodeAt(j))) failAt('invalid number');
+      if (isDigit(s.charCodeAt(j))) this.failNumber(start, startB, j, 'invalid number');
     } else if (isDigit(first)) {
       while (isDigit(s.charCodeAt(j))) j++;
     } else {
-      failAt('invalid number');
+      this.failNumber(start, startB, j, 'invalid number');
     }
     const intEnd = j;
     let fracStart = -1;
@@ -378,7 +373,7 @@ export class JsonCursor {
       fracStart = j;
       while (isDigit(s.charCodeAt(j))) j++;
       fracEnd = j;
-      if (fracEnd === fracStart) failAt(j >= s.length ? 'EOF while parsing a value' : 'invalid number');
+      if (fracEnd === fracStart) this.failNumber(start, startB, j, j >= s.length ? 'EOF while parsing a value' : 'invalid number');
     }
     let expPositive = true;
     let expStart = -1;
@@ -395,7 +390,7 @@ export class JsonCursor {
       expStart = j;
       while (isDigit(s.charCodeAt(j))) j++;
       expEnd = j;
-      if (expEnd === expStart) failAt(j >= s.length ? 'EOF while parsing a value' : 'invalid number');
+      if (expEnd === expStart) this.failNumber(start, startB, j, j >= s.length ? 'EOF while parsing a value' : 'invalid number');
     }
     const text = s.slice(start, j);
     const offset = this.base + startB;
@@ -405,7 +400,7 @@ export class JsonCursor {
     const intDigits = intEnd - intStart;
     if (fracStart < 0 && expStart < 0 && intDigits <= 20) {
       if (intDigits <= 15) {
-        const v = Number(s.slice(intStart, intEnd));
+        const v = Number(negative ? s.slice(intStart, intEnd) : text);
         return negative ? { text, offset, usize: null, serdeType: v === 0 ? 'f64' : 'i64' } : { text, offset, usize: v, serdeType: 'u64' };
       }
       const v = BigInt(s.slice(intStart, intEnd));
@@ -419,6 +414,12 @@ export class JsonCursor {
       this.fail('number out of range', startB);
     }
     return { text, offset, usize: null, serdeType: 'f64' };
+  }
+
+  private failNumber(start: number, startB: number, j: number, msg: string): never {
+    this.i = j;
+    this.b = startB + (j - start);
+    return this.fail(msg);
   }
 
   /** Validates and skips one value of any kind, iteratively (depth still limited). */
