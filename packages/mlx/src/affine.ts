@@ -11,7 +11,7 @@
 import { TensorportError } from '@tensorport/core';
 import { packCodes, unpackCodes } from './bitstream.ts';
 import { roundTo, type FloatDType } from './bytes.ts';
-import { roundHalfAway, roundHalfEven } from './float.ts';
+import { roundHalfAway, roundHalfEven, roundInPlace } from './float.ts';
 
 export type AffineVariant = 'gpu' | 'cpu';
 
@@ -104,7 +104,6 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
   const dtype = options.dtype ?? 'F32';
   const nBins = (1 << bits) - 1;
   const f = Math.fround;
-  const round = variant === 'gpu' ? roundHalfAway : roundHalfEven;
   const codes = new Uint8Array(w.length);
   const scales = new Float32Array(groups);
   const biases = new Float32Array(groups);
@@ -114,9 +113,20 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
     affineGroup(w, start, groupSize, bits, variant, sb);
     const scale = sb[0]!;
     const bias = sb[1]!;
-    for (let j = start, end = start + groupSize; j < end; j++) {
-      const q = round(f(f(w[j]! - bias) / scale));
-      codes[j] = q < 0 ? 0 : q > nBins ? nBins : q;
+    // Two loops so each rounding inlines; q < 0 only as -0, which the Uint8Array stores as 0.
+    if (variant === 'gpu') {
+      for (let j = start, end = start + groupSize; j < end; j++) {
+        const x = f(f(w[j]! - bias) / scale);
+        const q = x < 0 ? -Math.round(-x) : Math.round(x);
+        codes[j] = q > nBins ? nBins : q < 0 ? 0 : q;
+      }
+    } else {
+      for (let j = start, end = start + groupSize; j < end; j++) {
+        const x = f(f(w[j]! - bias) / scale);
+        let q = Math.round(x);
+        if (q - x === 0.5 && q % 2 !== 0) q -= 1;
+        codes[j] = q > nBins ? nBins : q < 0 ? 0 : q;
+      }
     }
     scales[g] = roundTo(dtype, scale);
     biases[g] = bias;
@@ -169,17 +179,26 @@ export function dequantizeAffine(
   }
   const codes = unpackCodes(words, bits, count);
   const dst = out ?? new Float32Array(count);
-  for (let g = 0; g < scales.length; g++) {
-    const s = roundTo(dtype, scales[g]!);
-    const b = roundTo(dtype, biases[g]!);
-    const start = g * groupSize;
-    const end = start + groupSize;
-    if (dtype === 'F32') {
+  const groups = scales.length;
+  if (dtype === 'F32') {
+    for (let g = 0; g < groups; g++) {
+      const s = Math.fround(scales[g]!);
+      const b = Math.fround(biases[g]!);
       // The store into the Float32Array is the second rounding.
-      for (let j = start; j < end; j++) dst[j] = Math.fround(codes[j]! * s) + b;
-    } else {
-      for (let j = start; j < end; j++) dst[j] = roundTo(dtype, roundTo(dtype, codes[j]! * s) + b);
+      for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = Math.fround(codes[j]! * s) + b;
     }
+    return dst;
   }
+  // Each f32 store followed by roundInPlace is one rounding to T (see float.ts).
+  for (let g = 0; g < groups; g++) {
+    const s = roundTo(dtype, scales[g]!);
+    for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = codes[j]! * s;
+  }
+  roundInPlace(dst, 0, count, dtype);
+  for (let g = 0; g < groups; g++) {
+    const b = roundTo(dtype, biases[g]!);
+    for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = dst[j]! + b;
+  }
+  roundInPlace(dst, 0, count, dtype);
   return dst;
 }

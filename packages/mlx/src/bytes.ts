@@ -3,6 +3,7 @@
  * start at any byte offset: a typed-array view is used only when the bytes happen to be aligned
  * (and the host is little-endian, as every platform MLX runs on is); otherwise they are copied.
  */
+import { f32BitsToBf16, f32BitsToF16 } from '@tensorport/core';
 import { bf16ToNumber, f16Table, roundBf16Bits, roundF16Bits } from './float.ts';
 
 export type FloatDType = 'F16' | 'BF16' | 'F32';
@@ -40,6 +41,15 @@ function u16At(bytes: Uint8Array, p: number): number {
   return bytes[p]! | (bytes[p + 1]! << 8);
 }
 
+/** 16-bit elements of `bytes`: a view when aligned on a little-endian host, else a copy. */
+function u16Of(bytes: Uint8Array): Uint16Array {
+  const n = bytes.byteLength >>> 1;
+  if (LITTLE_ENDIAN && bytes.byteOffset % 2 === 0) return new Uint16Array(bytes.buffer, bytes.byteOffset, n);
+  const out = new Uint16Array(n);
+  for (let i = 0; i < n; i++) out[i] = bytes[2 * i]! | (bytes[2 * i + 1]! << 8);
+  return out;
+}
+
 /** Widens F16/BF16/F32 bytes to f32 values (exactly). */
 export function decodeFloats(bytes: Uint8Array, dtype: FloatDType, out?: Float32Array): Float32Array {
   const n = bytes.byteLength / floatBytes(dtype);
@@ -51,17 +61,21 @@ export function decodeFloats(bytes: Uint8Array, dtype: FloatDType, out?: Float32
       const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       for (let i = 0; i < n; i++) dst[i] = view.getFloat32(i * 4, true);
     }
-  } else if (dtype === 'F16') {
-    const table = f16Table();
-    for (let i = 0; i < n; i++) dst[i] = table[u16At(bytes, i * 2)]!;
+    return dst;
+  }
+  const src = u16Of(bytes);
+  const bits = new Uint32Array(dst.buffer, dst.byteOffset, n);
+  if (dtype === 'F16') {
+    const t = f16Table();
+    const table = new Uint32Array(t.buffer, t.byteOffset, t.length);
+    for (let i = 0; i < n; i++) bits[i] = table[src[i]!]!;
   } else {
-    const bits = new Uint32Array(dst.buffer, dst.byteOffset, n);
-    for (let i = 0; i < n; i++) bits[i] = u16At(bytes, i * 2) << 16;
+    for (let i = 0; i < n; i++) bits[i] = src[i]! << 16;
   }
   return dst;
 }
 
-/** Encodes values (already representable in `dtype`, or rounded to it ties-to-even) as bytes. */
+/** Encodes values (rounded to `dtype`, ties to even, from their f32 value) as little-endian bytes. */
 export function encodeFloats(values: ArrayLike<number>, dtype: FloatDType, out?: Uint8Array): Uint8Array {
   const n = values.length;
   const dst = out ?? new Uint8Array(n * floatBytes(dtype));
@@ -74,10 +88,18 @@ export function encodeFloats(values: ArrayLike<number>, dtype: FloatDType, out?:
     }
     return dst;
   }
-  for (let i = 0; i < n; i++) {
-    const h = dtype === 'F16' ? roundF16Bits(values[i]!) : roundBf16Bits(values[i]!);
-    dst[i * 2] = h & 0xff;
-    dst[i * 2 + 1] = h >>> 8;
+  const f32 = values instanceof Float32Array ? values : Float32Array.from(values);
+  const bits = new Uint32Array(f32.buffer, f32.byteOffset, n);
+  const toHalf = dtype === 'F16' ? f32BitsToF16 : f32BitsToBf16;
+  if (LITTLE_ENDIAN && dst.byteOffset % 2 === 0) {
+    const u16 = new Uint16Array(dst.buffer, dst.byteOffset, n);
+    for (let i = 0; i < n; i++) u16[i] = toHalf(bits[i]!);
+  } else {
+    for (let i = 0; i < n; i++) {
+      const h = toHalf(bits[i]!);
+      dst[i * 2] = h & 0xff;
+      dst[i * 2 + 1] = h >>> 8;
+    }
   }
   return dst;
 }

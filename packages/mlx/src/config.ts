@@ -4,7 +4,8 @@
  * affine), plus entries keyed by module path: a dict overrides the defaults for that module,
  * `false` marks it unquantized, `true` means the defaults (older mlx-lm wrote one entry per leaf).
  */
-import { TensorportError } from '@tensorport/core';
+import { compareUtf8, TensorportError } from '@tensorport/core';
+import { pythonJson } from './pyjson.ts';
 import { FP_MODES, type FpMode } from './fp.ts';
 
 export type QuantMode = 'affine' | FpMode;
@@ -107,18 +108,13 @@ export function parseQuantizationMetadata(metadata: ReadonlyMap<string, string> 
 }
 
 /**
- * config.json with `quantization` and its mirror `quantization_config`, as mlx-lm's save_config
- * writes it: top-level keys sorted, 4-space indent, non-ASCII escaped (Python's json defaults).
+ * config.json as mlx-lm's save_config writes it: `_name_or_path` dropped, top-level keys sorted
+ * (by code point), `json.dump(indent=4)`.
  */
 export function formatConfigJson(config: Record<string, unknown>): string {
   const sorted: Record<string, unknown> = {};
-  for (const k of Object.keys(config).sort()) sorted[k] = config[k];
+  for (const k of Object.keys(config).sort(compareUtf8)) if (k !== '_name_or_path') sorted[k] = config[k];
   return pythonJson(sorted);
-}
-
-/** JSON.stringify with indent 4, then `\uXXXX` for non-ASCII as Python's `ensure_ascii`. */
-export function pythonJson(value: unknown): string {
-  return JSON.stringify(value, null, 4).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function quantizationSection(defaults: QuantParams, overrides: ReadonlyMap<string, QuantParams | false>): Record<string, unknown> {

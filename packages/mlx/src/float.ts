@@ -56,3 +56,22 @@ export function roundHalfEven(x: number): number {
 export function roundHalfAway(x: number): number {
   return x < 0 ? -Math.round(-x) : Math.round(x);
 }
+
+/**
+ * Rounds f32 values in place to the nearest F16 / BF16 value (still stored as f32). Exact for the
+ * f32-rounded result of one operation on F16/BF16 operands, by the double-rounding argument above.
+ */
+export function roundInPlace(values: Float32Array, start: number, end: number, dtype: 'F16' | 'BF16'): void {
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  if (dtype === 'BF16') {
+    for (let i = start; i < end; i++) bits[i] = f32BitsToBf16(bits[i]!) << 16;
+  } else {
+    const table = f16BitsTable();
+    for (let i = start; i < end; i++) bits[i] = table[f32BitsToF16(bits[i]!)]!;
+  }
+}
+
+function f16BitsTable(): Uint32Array {
+  const t = f16Table();
+  return new Uint32Array(t.buffer, t.byteOffset, t.length);
+}
