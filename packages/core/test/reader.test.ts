@@ -2,7 +2,8 @@ import { describe, expect, it, afterAll } from 'vitest';
 import { open, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BlobSource, BytesSource, checkRange, type ByteSource } from '../src/io/source.ts';
+import { BlobSource, BytesSource } from '../src/io/source.ts';
+import { FileSource } from '../src/node/file-source.ts';
 import { TensorportError } from '../src/errors.ts';
 import { openSafetensors } from '../src/safetensors/reader.ts';
 import { readHeader, validateSafetensors } from '../src/safetensors/header.ts';
@@ -74,27 +75,6 @@ describe('openSafetensors', () => {
   });
 });
 
-/** A minimal positional file source for this test (core's FileSource lives in src/node). */
-class TestFileSource implements ByteSource {
-  bytesRead = 0;
-  private constructor(private readonly fh: import('node:fs/promises').FileHandle, readonly size: number, readonly name: string) {}
-  static async open(path: string): Promise<TestFileSource> {
-    const fh = await open(path, 'r');
-    return new TestFileSource(fh, (await fh.stat()).size, path);
-  }
-  async read(offset: number, length: number): Promise<Uint8Array> {
-    checkRange(this, offset, length);
-    const buf = new Uint8Array(length);
-    const { bytesRead } = await this.fh.read(buf, 0, length, offset);
-    if (bytesRead !== length) throw new TensorportError('ShortRead', 'short read', { offset });
-    this.bytesRead += length;
-    return buf;
-  }
-  close(): Promise<void> {
-    return this.fh.close();
-  }
-}
-
 describe('a 100 GB sparse file', () => {
   let dir = '';
   afterAll(async () => {
@@ -117,7 +97,7 @@ describe('a 100 GB sparse file', () => {
     } finally {
       await fh.close();
     }
-    const src = await TestFileSource.open(path);
+    const src = await FileSource.open(path);
     try {
       expect(src.size).toBe(size);
       const h = await readHeader(src);
