@@ -8,3 +8,4 @@ export { scanPickle, scanCheckpoint, type ScanReport, type ScanOptions, type Che
 export { openTorchCheckpoint, type OpenTorchOptions } from './torch/open.ts';
 export type { TorchCheckpoint, AssembleOptions } from './torch/assemble.ts';
 export { LEGACY_MAGIC } from './torch/legacy-format.ts';
+export { writeTorchCheckpoint, type WriteTorchOptions, type WriteTorchReport } from './torch/writer.ts';

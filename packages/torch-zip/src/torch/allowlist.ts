@@ -63,6 +63,7 @@ const TABLE: Record<string, AllowEntry> = {
   'torch.per_channel_affine_float_qparams': type,
   // storages: the untyped one, the legacy typed classes (also under torch.cuda in old files), dtypes
   'torch.UntypedStorage': { kind: 'storage', dtype: null },
+  'torch.storage.UntypedStorage': { kind: 'storage', dtype: null }, // how torch 2.13 names it
   ...dtypeGlobals(),
 };
 
