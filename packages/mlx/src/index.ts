@@ -8,3 +8,5 @@ export * from './dequantize.ts';
 export * from './quantize.ts';
 export * from './repack.ts';
 export { RowReader, rowsPerBlock } from './rows.ts';
+export * from './model.ts';
+export { pythonJson, pyFloat } from './pyjson.ts';

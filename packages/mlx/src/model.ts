@@ -1,0 +1,104 @@
+/**
+ * A model directory as mlx-lm's save_model writes it: shards filled greedily in tensor (module)
+ * order up to 5 GiB (`5 << 30`), named `model.safetensors` when there is one and
+ * `model-00001-of-0000N.safetensors` otherwise; `model.safetensors.index.json` always, with
+ * `total_size`, `total_parameters` (a quantized layer counts weight elements × 32 / bits) and the
+ * sorted `weight_map`; config.json with the quantization sections.
+ */
+import { abortQuietly, compareUtf8, elementCount, shardFileName, streamSafetensors, type ByteSink, type TensorDescriptor, type WriteOptions } from '@tensorport/core';
+import { formatConfigJson } from './config.ts';
+import type { ConversionResult } from './dequantize.ts';
+import type { QuantizedLayer, TensorInfo } from './layers.ts';
+import { pythonJson } from './pyjson.ts';
+
+export const MLX_MAX_SHARD_BYTES = 5 * 2 ** 30;
+export const MLX_INDEX_FILE = 'model.safetensors.index.json';
+export const MLX_CONFIG_FILE = 'config.json';
+
+export interface MlxShardPlan {
+  fileName: string;
+  tensors: TensorDescriptor[];
+  dataLength: number;
+}
+
+/** mlx-lm's make_shards, except that a tensor larger than the limit never leaves an empty shard. */
+export function planMlxShards(tensors: readonly TensorDescriptor[], maxShardBytes = MLX_MAX_SHARD_BYTES): MlxShardPlan[] {
+  if (!Number.isSafeInteger(maxShardBytes) || maxShardBytes <= 0) throw new RangeError(`maxShardBytes must be a positive integer, got ${maxShardBytes}`);
+  const groups: { tensors: TensorDescriptor[]; dataLength: number }[] = [{ tensors: [], dataLength: 0 }];
+  for (const t of tensors) {
+    let current = groups[groups.length - 1]!;
+    if (current.tensors.length > 0 && current.dataLength + t.byteLength > maxShardBytes) {
+      current = { tensors: [], dataLength: 0 };
+      groups.push(current);
+    }
+    current.tensors.push(t);
+    current.dataLength += t.byteLength;
+  }
+  return groups.map((g, i) => ({ ...g, fileName: groups.length === 1 ? 'model.safetensors' : shardFileName(i, groups.length) }));
+}
+
+/** mlx-lm's get_total_parameters over a flat checkpoint. */
+export function totalParameters(tensors: readonly TensorInfo[], layers: readonly QuantizedLayer[]): number {
+  const quantized = new Map(layers.map((l) => [l.weight, l]));
+  const side = new Set(layers.flatMap((l) => (l.biases ? [l.scales, l.biases] : [l.scales])));
+  let n = 0;
+  for (const t of tensors) {
+    if (side.has(t.name)) continue;
+    const layer = quantized.get(t.name);
+    n += layer ? Math.floor((elementCount(t.shape) * 32) / layer.bits) : elementCount(t.shape);
+  }
+  return n;
+}
+
+export function formatMlxIndex(plans: readonly MlxShardPlan[], totalParams: number): string {
+  const entries = plans.flatMap((p) => p.tensors.map((t) => [t.name, p.fileName] as const)).sort((a, b) => compareUtf8(a[0], b[0]));
+  const totalSize = plans.reduce((n, p) => n + p.dataLength, 0);
+  return pythonJson({ metadata: { total_size: totalSize, total_parameters: totalParams }, weight_map: Object.fromEntries(entries) });
+}
+
+export interface WriteMlxModelOptions extends WriteOptions {
+  maxShardBytes?: number;
+}
+
+/**
+ * Writes shards, index and (when the result has one) config.json through `openSink(fileName)`.
+ * All sinks are committed only after every file was written completely; on any failure all are
+ * aborted, so no partial model is left behind.
+ */
+export async function writeMlxModel(
+  result: Pick<ConversionResult, 'tensors' | 'metadata' | 'layers' | 'config'>,
+  openSink: (fileName: string) => Promise<ByteSink>,
+  options: WriteMlxModelOptions = {},
+): Promise<{ files: string[]; bytes: number }> {
+  const plans = planMlxShards(result.tensors, options.maxShardBytes);
+  const encoder = new TextEncoder();
+  const extra: [string, Uint8Array][] = [[MLX_INDEX_FILE, encoder.encode(formatMlxIndex(plans, totalParameters(result.tensors, result.layers)))]];
+  if (result.config) extra.push([MLX_CONFIG_FILE, encoder.encode(formatConfigJson(result.config))]);
+  const sinks: ByteSink[] = [];
+  let bytes = 0;
+  let committed = 0;
+  try {
+    for (const plan of plans) {
+      const sink = await openSink(plan.fileName);
+      sinks.push(sink);
+      const chunkOpts = options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize };
+      const done = bytes;
+      const written = await streamSafetensors(plan.tensors, result.metadata, sink, { ...chunkOpts, onProgress: (n, total) => options.onProgress?.(done + n, total) });
+      bytes += written.bytes;
+    }
+    for (const [name, text] of extra) {
+      const sink = await openSink(name);
+      sinks.push(sink);
+      await sink.write(text);
+      bytes += text.byteLength;
+    }
+    for (const sink of sinks) {
+      await sink.commit();
+      committed++;
+    }
+  } catch (e) {
+    await Promise.all(sinks.slice(committed).map(abortQuietly));
+    throw e;
+  }
+  return { files: [...plans.map((p) => p.fileName), ...extra.map(([n]) => n)], bytes };
+}
