@@ -2,7 +2,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { TensorportError, detectSource, type Finding } from '@tensorport/core';
 import { FileSource } from '@tensorport/core/node';
-import { detectFormat, type FormatHandler, type Probe } from './formats/registry.ts';
+import { FORMATS, detectFormat, type FormatHandler, type Probe } from './formats/registry.ts';
 
 /** What a file's leading bytes say, in words, for "not supported" messages. */
 const CONTENT_NAMES: Readonly<Record<string, string>> = {
@@ -44,7 +44,10 @@ export interface Detected {
 /** Picks the format for an input path by content; throws UnknownFormat/UnsupportedFormat otherwise. */
 export async function detectInput(path: string): Promise<Detected> {
   const p = await probe(path);
-  const format = detectFormat(p);
+  const ext = extname(path).toLowerCase();
+  // Content first. A file whose bytes fit no format but whose extension names one is read as that
+  // format, so a damaged model.safetensors gets the precise error (e.g. InvalidHeaderLength).
+  const format = detectFormat(p) ?? (p.content === 'unknown' ? FORMATS.find((f) => f.extensions.includes(ext)) : undefined);
   if (!format) {
     if (p.isDirectory) {
       throw new TensorportError('UnknownFormat', `${path} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json or one *.safetensors file)`, { path });
@@ -54,7 +57,6 @@ export async function detectInput(path: string): Promise<Detected> {
     throw new TensorportError(code, `${path} holds ${what}; tensorport reads safetensors so far`, { path });
   }
   const warnings: Finding[] = [];
-  const ext = extname(path).toLowerCase();
   if (!p.isDirectory && !format.extensions.includes(ext)) {
     warnings.push({
       code: 'ExtensionMismatch',

@@ -1,0 +1,44 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { formatBytes, parseSize } from '../src/size.ts';
+
+describe('parseSize (Hugging Face size strings)', () => {
+  it('reads decimal units as powers of 10 and binary units as powers of 2', () => {
+    expect(parseSize('5GB')).toBe(5_000_000_000);
+    expect(parseSize('5GiB')).toBe(5 * 1024 ** 3);
+    expect(parseSize('500MB')).toBe(500_000_000);
+    expect(parseSize('10KiB')).toBe(10240);
+    expect(parseSize('1.5GB')).toBe(1_500_000_000);
+    expect(parseSize('2tb')).toBe(2e12);
+    expect(parseSize('123')).toBe(123);
+    expect(parseSize('123B')).toBe(123);
+    expect(parseSize(' 7 mb ')).toBe(7_000_000);
+  });
+
+  it('rejects what is not a size', () => {
+    for (const bad of ['', 'GB', '-5GB', '5XB', '5 G B', '1e9', '0x10', '5GB5', 'NaN', '99999999999999999999TB']) {
+      expect(parseSize(bad), bad).toBeNull();
+    }
+  });
+
+  it('is n × unit for every integer n and unit', () => {
+    const units: Array<[string, number]> = [['', 1], ['B', 1], ['KB', 1e3], ['MB', 1e6], ['GB', 1e9], ['KiB', 1024], ['MiB', 1024 ** 2], ['GiB', 1024 ** 3]];
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 1_000_000 }), fc.constantFrom(...units), (n, [unit, factor]) => {
+        expect(parseSize(`${n}${unit}`)).toBe(n * factor);
+        expect(parseSize(`${n}${unit.toLowerCase()}`)).toBe(n * factor);
+      }),
+    );
+  });
+});
+
+describe('formatBytes', () => {
+  it('uses binary units with three significant digits', () => {
+    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(1023)).toBe('1023 B');
+    expect(formatBytes(1536)).toBe('1.50 KiB');
+    expect(formatBytes(20 * 1024 * 1024)).toBe('20.0 MiB');
+    expect(formatBytes(5e9)).toBe('4.66 GiB');
+    expect(formatBytes(300 * 1024 ** 4)).toBe('300 TiB');
+  });
+});

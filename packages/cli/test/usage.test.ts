@@ -1,0 +1,55 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, tensorport } from './helpers.ts';
+
+const minimal = join(FIXTURES, 'minimal.safetensors');
+
+describe('--help', () => {
+  for (const command of ['inspect', 'validate', 'convert']) {
+    it(`tensorport ${command} --help prints usage and examples, exit 0`, async () => {
+      const r = await tensorport(command, '--help');
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toContain(`Usage: tensorport ${command} [options]`);
+      expect(r.stdout).toMatch(/Examples:\n\s+\$ tensorport /);
+      const viaHelp = await tensorport('help', command);
+      expect(viaHelp.code).toBe(0);
+      expect(viaHelp.stdout).toBe(r.stdout);
+    });
+  }
+
+  it('the top-level help lists every command and the exit codes', async () => {
+    const r = await tensorport('--help');
+    expect(r.code).toBe(0);
+    for (const c of ['inspect', 'validate', 'convert']) expect(r.stdout).toMatch(new RegExp(`^  ${c} `, 'm'));
+    expect(r.stdout).toContain('Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.');
+  });
+
+  it('--version prints the package version', async () => {
+    const r = await tensorport('--version');
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+});
+
+describe('usage errors exit 2 with one line on stderr', () => {
+  const cases: Array<[string, string[], RegExp]> = [
+    ['no command', [], /Usage: tensorport/],
+    ['unknown command', ['frobnicate'], /^tensorport: usage: unknown command 'frobnicate'/],
+    ['unknown option', ['inspect', minimal, '--jsno'], /^tensorport: usage: unknown option '--jsno'.*--json/],
+    ['missing argument', ['convert', minimal], /^tensorport: usage: missing required argument 'output'/],
+    ['extra argument', ['validate', minimal, minimal], /^tensorport: usage: too many arguments/],
+    ['bad --dtype', ['convert', minimal, 'out.safetensors', '--dtype', 'f8'], /^tensorport: usage: .*'--dtype <dtype>' argument 'f8' is invalid/],
+    ['bad --max-shard-size', ['convert', minimal, 'out/', '--max-shard-size', 'lots'], /^tensorport: usage: .*'--max-shard-size <size>' argument 'lots' is invalid/],
+    ['zero --max-shard-size', ['convert', minimal, 'out/', '--max-shard-size', '0'], /^tensorport: usage: /],
+  ];
+  for (const [what, args, pattern] of cases) {
+    it(what, async () => {
+      const r = await tensorport(...args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      if (args.length > 0) expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(r.stderr).toMatch(pattern);
+    });
+  }
+});
