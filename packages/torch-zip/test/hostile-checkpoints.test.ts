@@ -1,0 +1,98 @@
+import { BytesSource, TensorportError } from '@tensorport/core';
+import { describe, expect, it } from 'vitest';
+import { openTorchCheckpoint, scanCheckpoint } from '../src/index.ts';
+import { digest } from './helpers/digest.ts';
+import { readBytes, SAMPLES } from './helpers/paths.ts';
+import { statePickle, torchZip } from './helpers/torch-zip-bytes.ts';
+
+const f32 = (n: number): Uint8Array => new Uint8Array(new Float32Array(Array.from({ length: n }, (_, i) => i)).buffer);
+
+async function refused(bytes: Uint8Array, opts = {}): Promise<TensorportError> {
+  const e = await openTorchCheckpoint(new BytesSource(bytes, 'x.pt'), opts).then(() => null, (x: unknown) => x);
+  expect(e).toBeInstanceOf(TensorportError);
+  return e as TensorportError;
+}
+
+describe('hostile ZIP checkpoints', () => {
+  const ok = { 't/version': '3\n' };
+  it('accepts the well-formed baseline', async () => {
+    const c = await openTorchCheckpoint(await torchZip({ 't/data.pkl': statePickle([{ name: 'w', key: '0', numel: 6, shape: [2, 3], stride: [3, 1] }]), 't/data/0': f32(6), ...ok }));
+    expect(c.tensors.map((t) => [t.name, t.shape])).toEqual([['w', [2, 3]]]);
+  });
+  it('refuses a tensor that reaches past its storage', async () => {
+    const e = await refused(await torchZip({ 't/data.pkl': statePickle([{ name: 'w', key: '0', numel: 6, offset: 1, shape: [2, 3], stride: [3, 1] }]), 't/data/0': f32(6), ...ok }));
+    expect(e.code).toBe('TorchStorageMismatch');
+    expect(e.tensor).toBe('w');
+  });
+  it('refuses sizes and strides whose extent overflows, computed exactly', async () => {
+    const e = await refused(await torchZip({ 't/data.pkl': statePickle([{ name: 'w', key: '0', numel: 6, shape: [65535, 65535, 65535, 65535, 65535], stride: [65535, 65535, 65535, 65535, 65535] }]), 't/data/0': f32(6), ...ok }));
+    expect(e.code).toBe('TorchStorageMismatch');
+  });
+  it('bounds what an expanded (stride 0) view may materialise', async () => {
+    const bytes = await torchZip({ 't/data.pkl': statePickle([{ name: 'w', key: '0', numel: 1, shape: [60000, 60000], stride: [0, 0] }]), 't/data/0': f32(1), ...ok });
+    const e = await refused(bytes);
+    expect(e.code).toBe('TorchUnsupportedTensor');
+    expect(e.message).toMatch(/maxViewBytes/);
+    const small = await openTorchCheckpoint(await torchZip({ 't/data.pkl': statePickle([{ name: 'w', key: '0', numel: 1, shape: [3, 2], stride: [0, 0] }]), 't/data/0': f32(1), ...ok }));
+    expect(small.tensors[0]!.byteLength).toBe(24);
+    expect(await digest(small.tensors[0]!)).toBe(await digest({ ...small.tensors[0]!, chunks: async function* () { yield new Uint8Array(24); } }));
+  });
+  it('refuses one storage key declared with two types or sizes', async () => {
+    const pkl = statePickle([{ name: 'a', key: '0', numel: 4, shape: [4], stride: [1] }, { name: 'b', cls: 'IntStorage', key: '0', numel: 4, shape: [4], stride: [1] }]);
+    expect((await refused(await torchZip({ 't/data.pkl': pkl, 't/data/0': f32(4), ...ok }))).code).toBe('TorchStorageMismatch');
+    const pkl2 = statePickle([{ name: 'a', key: '0', numel: 4, shape: [4], stride: [1] }, { name: 'b', key: '0', numel: 2, shape: [2], stride: [1] }]);
+    expect((await refused(await torchZip({ 't/data.pkl': pkl2, 't/data/0': f32(4), ...ok }))).code).toBe('TorchStorageMismatch');
+  });
+  it('refuses storage keys that are not decimal (no path tricks into other members)', async () => {
+    const e = await refused(await torchZip({ 't/data.pkl': statePickle([{ name: 'w', key: '../data.pkl', numel: 1, shape: [1], stride: [1] }]), ...ok }));
+    expect(e.code).toBe('PickleInvalid');
+    expect(e.message).toMatch(/decimal digits/);
+  });
+  it('refuses a missing storage member, bytes after STOP, a bad byteorder and TorchScript', async () => {
+    const pkl = statePickle([{ name: 'w', key: '0', numel: 1, shape: [1], stride: [1] }]);
+    expect((await refused(await torchZip({ 't/data.pkl': pkl, ...ok }))).message).toMatch(/no member t\/data\/0/);
+    expect((await refused(await torchZip({ 't/data.pkl': new Uint8Array([...pkl, 0x80, 0x02]), 't/data/0': f32(1), ...ok }))).message).toMatch(/2 bytes after STOP/);
+    expect((await refused(await torchZip({ 't/data.pkl': pkl, 't/data/0': f32(1), 't/byteorder': 'middle', ...ok }))).message).toMatch(/byteorder/);
+    const ts = await refused(await torchZip({ 't/data.pkl': pkl, 't/constants.pkl': pkl, 't/data/0': f32(1), ...ok }));
+    expect(ts.code).toBe('TorchUnsupportedArchive');
+    expect(ts.message).toMatch(/TorchScript/);
+    expect((await refused(await torchZip({ 't/data.pkl': pkl, 't/data/0': f32(1) }))).message).toMatch(/no version record/);
+  });
+  it('scans every pickle member, including one not named .pkl, and skips storage bytes', async () => {
+    const evil = new Uint8Array([0x80, 2, ...new TextEncoder().encode('cposix\nsystem\n'), 0x29, 0x52, 0x2e]);
+    const fake = new Uint8Array([0x80, 0x80, 0x80, 0x80]); // a storage that happens to start like a pickle
+    const r = await scanCheckpoint(await torchZip({ 't/data.pkl': statePickle([{ name: 'w', key: '0', numel: 1, shape: [1], stride: [1] }]), 't/data/0': fake, 't/extra.bin': evil, ...ok }));
+    expect(r.safe).toBe(false);
+    expect(r.globals).toContain('posix.system');
+    expect(r.pickles).toBe(2);
+  });
+});
+
+describe('hostile legacy checkpoints (mutations of legacy_shared.pt)', () => {
+  // [0,15) magic, [15,21) protocol version, [21,137) sys_info, [137,375) object, [375,398) keys, then
+  // int64 numel 4 + 16 bytes of float32 for storage '698172512'
+  const good = readBytes(`${SAMPLES}legacy_shared.pt`);
+  const edit = (at: number, bytes: number[]): Uint8Array => {
+    const b = good.slice();
+    b.set(bytes, at);
+    return b;
+  };
+  it('reads the original', async () => {
+    expect((await openTorchCheckpoint(good)).tensors.map((t) => t.name)).toEqual(['a', 'b']);
+  });
+  it('refuses a wrong magic number and a wrong protocol version', async () => {
+    expect((await refused(edit(4, [0x6d]))).message).toMatch(/magic number/);
+    expect((await refused(edit(18, [0xea]))).message).toMatch(/protocol version 1002/);
+  });
+  it('refuses a storage whose stored element count disagrees with the object', async () => {
+    const e = await refused(edit(398, [5]));
+    expect(e.code).toBe('TorchStorageMismatch');
+  });
+  it('refuses storage data cut short', async () => {
+    expect((await refused(good.subarray(0, good.byteLength - 1))).message).toMatch(/runs past the end/);
+    expect((await refused(good.subarray(0, 400))).message).toMatch(/truncated/);
+  });
+  it('refuses a pickle cut off before STOP', async () => {
+    expect((await refused(good.subarray(0, 300))).code).toBe('PickleInvalid');
+  });
+});
