@@ -1,4 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { isAbsolute, relative } from 'node:path';
 import { TensorportError } from '@tensorport/core';
 import { convert, type ConvertResult, type TargetDtype } from './convert.ts';
 import { renderInspect } from './render.ts';
@@ -31,6 +32,12 @@ function parseSizeOption(value: string): number {
   const n = parseSize(value);
   if (n === null || n <= 0) throw new InvalidArgumentError('expected a size such as 5GB, 5GiB, 500MB or a byte count');
   return n;
+}
+
+/** A path relative to the working directory when it is inside it (shorter to read), else as is. */
+function shortPath(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
 }
 
 /** Runs the `tensorport` command line; resolves to the exit code and never calls process.exit. */
@@ -168,7 +175,7 @@ Examples:
         out(
           `wrote ${result.files.length} file${result.files.length === 1 ? '' : 's'} (${result.tensors} tensors, ${formatBytes(result.bytes)}), validated:\n`,
         );
-        for (const f of result.files) out(`  ${f}\n`);
+        for (const f of result.files) out(`  ${shortPath(f)}\n`);
       },
     );
 
