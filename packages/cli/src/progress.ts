@@ -62,7 +62,8 @@ export class ProgressBar {
     const rate = seconds > 0 ? `${formatBytes(Math.round(done / seconds))}/s` : '';
     const text = `${(fraction * 100).toFixed(0).padStart(3)}%  ${formatBytes(done)} / ${formatBytes(this.total)}  ${rate}`;
     const prefix = this.label ? `${this.label} ` : '';
-    const columns = this.stream.columns ?? 80;
+    // A pty without a size reports 0 columns.
+    const columns = this.stream.columns || 80;
     const width = Math.max(10, Math.min(30, columns - prefix.length - text.length - 4));
     const filled = Math.round(fraction * width);
     return `${prefix}[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${text}`;
