@@ -2,10 +2,13 @@ import { Deflate, Inflate } from 'fflate';
 import { crc32, type DeflateCodec } from '@tensorport/core';
 
 /**
- * Input slice fed to fflate per push. fflate emits everything one push produces at once, and
- * DEFLATE expands at most ~1032:1, so 16 KiB in bounds one burst of output to ~16 MiB.
+ * Compressed bytes fed to fflate's Inflate per push. fflate emits everything one push produces at
+ * once and DEFLATE expands at most ~1032:1, so 64 KiB bounds one burst of output to ~66 MiB.
+ * Measured (64 MiB, Node 20): 16 KiB pushes inflate at 32 MiB/s, 64 KiB at 71, 256 KiB at 160.
  */
-const PUSH = 16 * 1024;
+const INFLATE_PUSH = 64 * 1024;
+/** Deflate output never outgrows its input, so its pushes can be large (82 MiB/s at 1 MiB vs 39 at 64 KiB). */
+const DEFLATE_PUSH = 1024 * 1024;
 
 /**
  * Raw DEFLATE through fflate 0.8.3's streaming `Inflate`/`Deflate` (pure JS: browsers and workers).
@@ -16,10 +19,10 @@ const PUSH = 16 * 1024;
 export const fflateCodec: DeflateCodec = {
   name: 'fflate',
   inflateRaw(compressed) {
-    return drive(compressed, (emit) => new Inflate((data) => emit(data)));
+    return drive(compressed, INFLATE_PUSH, (emit) => new Inflate((data) => emit(data)));
   },
   deflateRaw(data, level = 6) {
-    return drive(data, (emit) => new Deflate({ level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 }, (out) => emit(out)));
+    return drive(data, DEFLATE_PUSH, (emit) => new Deflate({ level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 }, (out) => emit(out)));
   },
   crc32,
 };
@@ -28,14 +31,14 @@ interface Pushable {
   push(chunk: Uint8Array, final?: boolean): void;
 }
 
-async function* drive(input: AsyncIterable<Uint8Array>, make: (emit: (b: Uint8Array) => void) => Pushable): AsyncGenerator<Uint8Array> {
+async function* drive(input: AsyncIterable<Uint8Array>, push: number, make: (emit: (b: Uint8Array) => void) => Pushable): AsyncGenerator<Uint8Array> {
   const ready: Uint8Array[] = [];
   const stream = make((b) => {
     if (b.byteLength > 0) ready.push(b);
   });
   for await (const chunk of input) {
-    for (let i = 0; i < chunk.byteLength; i += PUSH) {
-      stream.push(chunk.subarray(i, Math.min(i + PUSH, chunk.byteLength)), false);
+    for (let i = 0; i < chunk.byteLength; i += push) {
+      stream.push(chunk.subarray(i, Math.min(i + push, chunk.byteLength)), false);
       while (ready.length > 0) yield ready.shift()!;
     }
   }
