@@ -18,7 +18,7 @@
  * module fails the file instead of silently skipping it.
  */
 import { spawn } from 'node:child_process';
-import { TestRunner } from 'vitest';
+import { test, TestRunner } from 'vitest';
 
 export interface PythonInfo {
   /** The interpreter as it can be passed to `runPython`. */
@@ -157,22 +157,56 @@ export async function runPythonBytes(exe: string, code: string, options: RunOpti
   return (await spawnPython(exe, code, options)).stdout;
 }
 
-/** Counts the tests registered in the calling file once collection has finished. */
-function countTestsLater(report: (count: number | null) => void): void {
-  let collector: { file?: unknown } | undefined;
-  try {
-    collector = TestRunner.getCurrentSuite() as unknown as { file?: unknown };
-  } catch {
-    collector = undefined;
+interface Gate {
+  what: string;
+  /** Index of the first top-level task registered after this gate in the file. */
+  first: number;
+}
+interface TaskLike {
+  mode?: string;
+  tasks?: TaskLike[];
+  file?: TaskLike;
+  suite?: TaskLike;
+}
+/** Per test file (its top-level collector): the gates that found no Python, in file order. */
+const missingGates = new WeakMap<object, Gate[]>();
+
+function skippedTests(t: TaskLike): number {
+  if (Array.isArray(t.tasks)) return t.tasks.reduce((n, x) => n + skippedTests(x), 0);
+  return t.mode === 'skip' ? 1 : 0;
+}
+
+/**
+ * Reports, once the file's tests are collected, how many tests each missing gate skipped: the
+ * top-level describes/tests registered after the gate and before the next one (the documented
+ * pattern). The report is a test of its own that runs first and ends skipped with the same note;
+ * a file whose tests were all skipped would run no hook, so a hook cannot carry the message.
+ */
+function reportSkipped(what: string): void {
+  const collector = TestRunner.getCurrentSuite() as unknown as { tasks: unknown[] } | undefined;
+  if (!collector || !Array.isArray(collector.tasks)) {
+    console.log(`interop: skipped tests: ${what}`);
+    return;
   }
-  const count = (t: unknown): number => {
-    const tasks = (t as { tasks?: unknown[] }).tasks;
-    if (Array.isArray(tasks)) return tasks.reduce<number>((n, x) => n + count(x), 0);
-    return (t as { mode?: string }).mode === 'skip' ? 1 : 0;
-  };
-  // Collection (and marking skipped tests) finishes within the current macrotask, so a zero timer
-  // sees every registered test.
-  setTimeout(() => report(collector?.file ? count(collector.file) : null), 0);
+  let gates = missingGates.get(collector);
+  if (!gates) {
+    const list: Gate[] = [];
+    gates = list;
+    missingGates.set(collector, list);
+    test('interop: Python modules missing', (ctx) => {
+      // The suite the gate was called in: the file for a top-level gate.
+      const task = ctx.task as unknown as TaskLike;
+      const top = (task.suite ?? task.file)?.tasks ?? [];
+      const notes = list.map((g, i) => {
+        const end = list[i + 1]?.first ?? top.length;
+        const n = top.slice(g.first, end).reduce((k, t) => k + skippedTests(t), 0);
+        return `interop: skipped ${n} tests: ${g.what}`;
+      });
+      for (const note of notes) console.log(note);
+      ctx.skip(notes.join('; '));
+    });
+  }
+  gates.push({ what, first: collector.tasks.length });
 }
 
 export interface RequireOptions {
@@ -195,8 +229,6 @@ export async function requirePython(modules: string[], options: RequireOptions =
   if (process.env.TENSORPORT_REQUIRE_INTEROP === '1' && !options.optional) {
     throw new Error(`interop required (TENSORPORT_REQUIRE_INTEROP=1) but ${what}`);
   }
-  countTestsLater((n) => {
-    console.log(`interop: skipped ${n ?? 'the'} tests: ${what}`);
-  });
+  reportSkipped(what);
   return null;
 }
