@@ -34,7 +34,13 @@ def from_f32(x: np.ndarray, dtype: str) -> bytes:
 
 
 def round_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
-    return to_f32(from_f32(x, dtype), dtype)
+    x = np.asarray(x, dtype=F32)
+    if dtype == "F32":
+        return x
+    if dtype == "F16":
+        return x.astype(np.float16).astype(F32)
+    u = x.view(np.uint32)
+    return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)).view(F32)
 
 
 def round_away(x: np.ndarray) -> np.ndarray:
@@ -55,6 +61,9 @@ def pack(q: np.ndarray, bits: int) -> np.ndarray:
 
 
 def unpack(words: np.ndarray, bits: int, count: int) -> np.ndarray:
+    if 32 % bits == 0:
+        shifts = np.arange(32 // bits, dtype=np.uint32) * bits
+        return ((words.astype(np.uint32)[:, None] >> shifts) & np.uint32(2**bits - 1)).reshape(-1)[:count]
     stream = np.unpackbits(words.astype("<u4").view(np.uint8), bitorder="little")[: count * bits]
     weights = (1 << np.arange(bits, dtype=np.uint32))
     return (stream.reshape(-1, bits).astype(np.uint32) * weights).sum(axis=1, dtype=np.uint32)

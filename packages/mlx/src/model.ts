@@ -5,7 +5,7 @@
  * `total_size`, `total_parameters` (a quantized layer counts weight elements × 32 / bits) and the
  * sorted `weight_map`; config.json with the quantization sections.
  */
-import { abortQuietly, compareUtf8, elementCount, shardFileName, streamSafetensors, type ByteSink, type TensorDescriptor, type WriteOptions } from '@tensorport/core';
+import { abortQuietly, compareUtf8, elementCount, planSafetensors, shardFileName, streamSafetensors, type ByteSink, type TensorDescriptor, type WriteOptions } from '@tensorport/core';
 import { formatConfigJson } from './config.ts';
 import type { ConversionResult } from './dequantize.ts';
 import type { QuantizedLayer, TensorInfo } from './layers.ts';
@@ -74,6 +74,9 @@ export async function writeMlxModel(
   const encoder = new TextEncoder();
   const extra: [string, Uint8Array][] = [[MLX_INDEX_FILE, encoder.encode(formatMlxIndex(plans, totalParameters(result.tensors, result.layers)))]];
   if (result.config) extra.push([MLX_CONFIG_FILE, encoder.encode(formatConfigJson(result.config))]);
+  // Every header is planned (and checked) before the first byte is written.
+  const headers = plans.map((p) => planSafetensors(p.tensors, result.metadata).header.byteLength);
+  const total = plans.reduce((n, p, i) => n + headers[i]! + p.dataLength, 0) + extra.reduce((n, [, t]) => n + t.byteLength, 0);
   const sinks: ByteSink[] = [];
   let bytes = 0;
   let committed = 0;
@@ -83,7 +86,7 @@ export async function writeMlxModel(
       sinks.push(sink);
       const chunkOpts = options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize };
       const done = bytes;
-      const written = await streamSafetensors(plan.tensors, result.metadata, sink, { ...chunkOpts, onProgress: (n, total) => options.onProgress?.(done + n, total) });
+      const written = await streamSafetensors(plan.tensors, result.metadata, sink, { ...chunkOpts, onProgress: (n) => options.onProgress?.(done + n, total) });
       bytes += written.bytes;
     }
     for (const [name, text] of extra) {
@@ -91,6 +94,7 @@ export async function writeMlxModel(
       sinks.push(sink);
       await sink.write(text);
       bytes += text.byteLength;
+      options.onProgress?.(bytes, total);
     }
     for (const sink of sinks) {
       await sink.commit();

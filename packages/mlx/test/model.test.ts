@@ -18,12 +18,18 @@ function model() {
 
 async function writeToMemory(result: ReturnType<typeof model>, maxShardBytes?: number) {
   const sinks = new Map<string, MemorySink>();
+  const progress: [number, number][] = [];
   const written = await writeMlxModel(result, async (name) => {
     const s = new MemorySink(name);
     sinks.set(name, s);
     return s as ByteSink;
-  }, maxShardBytes === undefined ? {} : { maxShardBytes });
+  }, { ...(maxShardBytes === undefined ? {} : { maxShardBytes }), onProgress: (done, total) => progress.push([done, total]) });
   const files = new Map([...sinks].map(([k, s]) => [k, s.bytes()]));
+  // Progress is monotonic against one total, which is what was written.
+  const total = [...files.values()].reduce((n, b) => n + b.byteLength, 0);
+  expect(written.bytes).toBe(total);
+  expect(progress.every(([d, t], i) => t === total && (i === 0 || d >= progress[i - 1]![0]))).toBe(true);
+  expect(progress[progress.length - 1]![0]).toBe(total);
   return { written, files };
 }
 
