@@ -8,6 +8,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { FileSource, openCheckpointPath } from '../src/node/index.ts';
 import { BytesSource, openSafetensors, openShardedCheckpoint, readHeader, validateSafetensors, type TensorDescriptor } from '../src/index.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../../fixtures/safetensors');
@@ -139,6 +140,29 @@ describe('fixtures written by safetensors / torch / numpy', () => {
       for (const t of checkpoint.tensors) expect((await streamedSha(t)).sha, t.name).toBe(want.get(t.name));
     } finally {
       await checkpoint.close();
+    }
+  });
+
+  it('every fixture and the sharded directory read the same from disk (FileSource, openCheckpointPath)', async () => {
+    for (const m of top) {
+      const checkpoint = await openSafetensors(await FileSource.open(join(ROOT, m.file)));
+      try {
+        const want = new Map(m.tensors!.map((t) => [t.name, t.sha256]));
+        expect(summary(checkpoint.tensors)).toEqual(summary(m.tensors!));
+        for (const t of checkpoint.tensors) expect((await streamedSha(t)).sha, `${m.file}: ${t.name}`).toBe(want.get(t.name));
+      } finally {
+        await checkpoint.close();
+      }
+    }
+    const sharded = await openCheckpointPath(join(ROOT, 'sharded'));
+    try {
+      expect(sharded.format).toBe('safetensors-sharded');
+      const all = shards.flatMap((m) => m.tensors!);
+      const want = new Map(all.map((t) => [t.name, t.sha256]));
+      expect(summary(sharded.tensors)).toEqual(summary(all));
+      for (const t of sharded.tensors) expect((await streamedSha(t)).sha, t.name).toBe(want.get(t.name));
+    } finally {
+      await sharded.close();
     }
   });
 
