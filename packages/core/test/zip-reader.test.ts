@@ -209,3 +209,18 @@ describe('ZIP reader on hostile archives', () => {
     expect(src.bytesRead).toBeLessThan(70_000);
   });
 });
+
+describe('ZIP reader without CRC verification', () => {
+  it('still stops a member at its declared size', async () => {
+    const z = await open(load('hostile/deflate_usize_lies.npz'));
+    await expect(
+      (async () => {
+        for await (const _ of z.stream(z.entries[0]!, { verify: false })) void _;
+      })(),
+    ).rejects.toMatchObject({ code: 'ZipBomb' });
+    const bad = await open(load('hostile/bad_crc.npz'));
+    let n = 0;
+    for await (const c of bad.stream(bad.entries[0]!, { verify: false })) n += c.byteLength;
+    expect(n).toBe(144);
+  });
+});

@@ -24,7 +24,7 @@ export interface ZipReadOptions {
 export interface ZipStreamOptions {
   /** Read size for the member's bytes (default 1 MiB compressed, 8 MiB stored). */
   chunkSize?: number;
-  /** Verify size and CRC-32 while streaming (default true). */
+  /** Verify the CRC-32 while streaming (default true). Sizes are always enforced. */
   verify?: boolean;
 }
 
@@ -90,10 +90,12 @@ export class ZipArchive {
     return new SliceSource(this.source, entry.dataOffset, entry.compressedSize, `${this.source.name}:${entry.name}`);
   }
 
-  /** The member's uncompressed bytes, size- and CRC-checked by default (the error comes at the end). */
+  /**
+   * The member's uncompressed bytes, never more than declared (ZipBomb) nor fewer (ZipSizeMismatch),
+   * and CRC-checked unless `verify: false`. Errors come at the end of the stream.
+   */
   stream(entry: ZipEntry, options: ZipStreamOptions = {}): AsyncIterable<Uint8Array> {
-    const raw = this.raw(entry, options.chunkSize);
-    return options.verify === false ? raw : verifyMember(raw, entry, crcOf(this.codec));
+    return verifyMember(this.raw(entry, options.chunkSize), entry, options.verify === false ? null : crcOf(this.codec));
   }
 
   /**
