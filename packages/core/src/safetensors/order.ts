@@ -28,7 +28,18 @@ function codePointKey(unit: number): number {
  */
 export function writeOrder(items: ReadonlyArray<{ readonly name: string; readonly dtype: DType }>): number[] {
   const ranks = items.map((t) => dtypeRank(t.dtype));
+  const names = items.map((t) => t.name);
+  // Names without units ≥ 0xD800 compare the same in UTF-16 and UTF-8: use the native comparison.
+  const plain = names.map((n) => !ABOVE_D7FF.test(n));
   const order = items.map((_, i) => i);
-  order.sort((i, j) => ranks[j]! - ranks[i]! || compareUtf8(items[i]!.name, items[j]!.name));
+  order.sort((i, j) => {
+    const r = ranks[j]! - ranks[i]!;
+    if (r !== 0) return r;
+    const a = names[i]!;
+    const b = names[j]!;
+    if (plain[i] && plain[j]) return a < b ? -1 : a > b ? 1 : 0;
+    return compareUtf8(a, b);
+  });
   return order;
 }
+const ABOVE_D7FF = /[\uD800-\uFFFF]/;
