@@ -130,6 +130,15 @@ describe('order', () => {
       }),
     );
   });
+  it('writeOrder sorts names by UTF-8 bytes, mixing BMP-only and astral names (property)', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.oneof(fc.string({ unit: 'grapheme' }), fc.string({ unit: 'grapheme-ascii' }), fc.constantFrom('\uFFFF', '\uE000', '\u{10000}', 'a\u{1F600}', 'a\uFF01')), { maxLength: 30 }), (names) => {
+        const order = writeOrder(names.map((name) => ({ name, dtype: 'F32' as DType })));
+        const expected = [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+        expect(order.map((i) => names[i])).toEqual(expected);
+      }),
+    );
+  });
   it('sorts by dtype rank descending, then name', () => {
     const items = [
       { name: 'z', dtype: 'BOOL' as DType },
