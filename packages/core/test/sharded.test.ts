@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   BytesSource,
@@ -170,6 +171,31 @@ describe('index file', () => {
     expect(await codeOf(() => parseShardIndex(many, { maxBytes: many.byteLength - 1 }))).toBe('InvalidIndex');
     expect(await codeOf(() => parseShardIndex(many, { maxEntries: 19 }))).toBe('InvalidIndex');
     expect(await codeOf(() => parseShardIndex(many, { maxShards: 4 }))).toBe('InvalidIndex');
+  });
+  it('hostile bytes: truncations, flips and random text give a result or InvalidIndex, nothing else', () => {
+    const valid = enc(formatShardIndex(30, [['a', 'model-00001-of-00002.safetensors'], ['b\u{1F600}', 'model-00002-of-00002.safetensors']]));
+    const mutated = fc.oneof(
+      fc.nat(valid.byteLength).map((n) => valid.slice(0, n)),
+      fc.tuple(fc.nat(valid.byteLength - 1), fc.integer({ min: 0, max: 255 })).map(([i, b]) => {
+        const m = valid.slice();
+        m[i] = b;
+        return m;
+      }),
+      fc.uint8Array({ maxLength: 200 }),
+      fc.json().map(enc),
+    );
+    fc.assert(
+      fc.property(mutated, (bytes) => {
+        try {
+          const idx = parseShardIndex(bytes);
+          for (const f of idx.shardFiles) expect(isSafeShardName(f)).toBe(true);
+        } catch (e) {
+          expect(e).toBeInstanceOf(TensorportError);
+          expect((e as TensorportError).code).toBe('InvalidIndex');
+        }
+      }),
+      { numRuns: 2000 },
+    );
   });
   it('a malformed total_size is a warning; the same entry twice is fine', () => {
     for (const ts of ['-1', '1.5', '"12"', '18446744073709551616']) {
