@@ -229,24 +229,41 @@ export async function writeSharded(
     index = { metadata: { total_size: totalData }, weight_map: Object.fromEntries(weightMap) };
   }
   const total = headerBytes.reduce((n, h) => n + h, 0) + totalData + (indexText?.byteLength ?? 0);
-  const sinks: ByteSink[] = [];
-  let committed = 0;
-  try {
-    let base = 0;
-    for (const [k, plan] of plans.entries()) {
-      const sink = await openSink(plan.fileName);
-      sinks.push(sink);
+  let base = 0;
+  const files: Array<{ name: string; write(sink: ByteSink): Promise<unknown> }> = plans.map((plan, k) => ({
+    name: plan.fileName,
+    write: async (sink) => {
       const { bytes } = await streamSafetensors(shardTensors[k]!, metadata, sink, {
         ...(opts.chunkSize === undefined ? {} : { chunkSize: opts.chunkSize }),
         onProgress: (done) => opts.onProgress?.(base + done, total),
       });
       base += bytes;
-    }
-    if (indexText) {
-      const sink = await openSink(SHARD_INDEX_FILE);
+    },
+  }));
+  if (indexText) {
+    const text = indexText;
+    files.push({ name: SHARD_INDEX_FILE, write: (sink) => sink.write(text).then(() => opts.onProgress?.(total, total)) });
+  }
+  await writeAllOrNothing(files, openSink);
+  return { files: files.map((f) => f.name), index, bytes: total };
+}
+
+/**
+ * Writes several files as one unit: each sink is opened and filled in turn, and all are committed
+ * only after every file was written completely (in the given order, so put an index last); any
+ * failure aborts every sink not yet committed. The commits are a series of renames, not atomic.
+ */
+export async function writeAllOrNothing(
+  files: ReadonlyArray<{ readonly name: string; write(sink: ByteSink): Promise<unknown> }>,
+  openSink: (fileName: string) => Promise<ByteSink>,
+): Promise<void> {
+  const sinks: ByteSink[] = [];
+  let committed = 0;
+  try {
+    for (const f of files) {
+      const sink = await openSink(f.name);
       sinks.push(sink);
-      await sink.write(indexText);
-      opts.onProgress?.(total, total);
+      await f.write(sink);
     }
     for (const sink of sinks) {
       await sink.commit();
@@ -256,7 +273,6 @@ export async function writeSharded(
     await Promise.all(sinks.slice(committed).map(abortQuietly));
     throw e;
   }
-  return { files: [...plans.map((p) => p.fileName), ...(sharded ? [SHARD_INDEX_FILE] : [])], index, bytes: total };
 }
 
 async function closeAll(checkpoints: readonly Checkpoint[]): Promise<void> {
