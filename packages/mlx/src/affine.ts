@@ -103,7 +103,6 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
   const variant = options.variant ?? 'gpu';
   const dtype = options.dtype ?? 'F32';
   const nBins = (1 << bits) - 1;
-  const f = Math.fround;
   const codes = new Uint8Array(w.length);
   const scales = new Float32Array(groups);
   const biases = new Float32Array(groups);
@@ -113,19 +112,19 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
     affineGroup(w, start, groupSize, bits, variant, sb);
     const scale = sb[0]!;
     const bias = sb[1]!;
-    // Two loops so each rounding inlines; q < 0 only as -0, which the Uint8Array stores as 0.
+    // A negative quotient clamps to code 0 whichever way it rounds, so only x ≥ 0 matters, where
+    // Math.round (halves up) is round-half-away-from-zero; rint additionally sends odd ties down.
     if (variant === 'gpu') {
       for (let j = start, end = start + groupSize; j < end; j++) {
-        const x = f(f(w[j]! - bias) / scale);
-        const q = x < 0 ? -Math.round(-x) : Math.round(x);
-        codes[j] = q > nBins ? nBins : q < 0 ? 0 : q;
+        const q = Math.round(Math.fround(Math.fround(w[j]! - bias) / scale));
+        codes[j] = q > 0 ? (q > nBins ? nBins : q) : 0;
       }
     } else {
       for (let j = start, end = start + groupSize; j < end; j++) {
-        const x = f(f(w[j]! - bias) / scale);
+        const x = Math.fround(Math.fround(w[j]! - bias) / scale);
         let q = Math.round(x);
-        if (q - x === 0.5 && q % 2 !== 0) q -= 1;
-        codes[j] = q > nBins ? nBins : q < 0 ? 0 : q;
+        if (q - x === 0.5 && (q & 1) === 1) q -= 1;
+        codes[j] = q > 0 ? (q > nBins ? nBins : q) : 0;
       }
     }
     scales[g] = roundTo(dtype, scale);

@@ -62,16 +62,20 @@ export function roundHalfAway(x: number): number {
  * f32-rounded result of one operation on F16/BF16 operands, by the double-rounding argument above.
  */
 export function roundInPlace(values: Float32Array, start: number, end: number, dtype: 'F16' | 'BF16'): void {
-  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  // Int32 lanes keep the arithmetic in small integers; `& -65536` wraps like the uint32 sum would.
+  const bits = new Int32Array(values.buffer, values.byteOffset, values.length);
   if (dtype === 'BF16') {
-    for (let i = start; i < end; i++) bits[i] = f32BitsToBf16(bits[i]!) << 16;
+    for (let i = start; i < end; i++) {
+      const x = bits[i]!;
+      bits[i] = (x + 0x7fff + ((x >>> 16) & 1)) & -65536; // ties to even; callers never pass NaN
+    }
   } else {
     const table = f16BitsTable();
     for (let i = start; i < end; i++) bits[i] = table[f32BitsToF16(bits[i]!)]!;
   }
 }
 
-function f16BitsTable(): Uint32Array {
+function f16BitsTable(): Int32Array {
   const t = f16Table();
-  return new Uint32Array(t.buffer, t.byteOffset, t.length);
+  return new Int32Array(t.buffer, t.byteOffset, t.length);
 }
