@@ -67,7 +67,8 @@ export function roundInPlace(values: Float32Array, start: number, end: number, d
   if (dtype === 'BF16') {
     for (let i = start; i < end; i++) {
       const x = bits[i]!;
-      bits[i] = (x + 0x7fff + ((x >>> 16) & 1)) & -65536; // ties to even; callers never pass NaN
+      // Ties to even; a NaN (from NaN scales in a file) stays a quiet NaN instead of rounding to Inf.
+      bits[i] = (x & 0x7fffffff) > 0x7f800000 ? (x | 0x400000) & -65536 : (x + 0x7fff + ((x >>> 16) & 1)) & -65536;
     }
   } else {
     const table = f16BitsTable();

@@ -96,6 +96,17 @@ describe('dequantize(quantize(w))', () => {
     );
   });
 
+  it('NaN and infinite scales in a file propagate as NaN / ±Inf, in every output dtype', () => {
+    const words = new Uint32Array([0x76543210, 0xfedcba98, 0x76543210, 0xfedcba98]);
+    for (const dtype of ['F32', 'F16', 'BF16'] as FloatDType[]) {
+      const nan = dequantizeAffine(words, [NaN], [0], { bits: 4, groupSize: 32, dtype });
+      expect(Array.from(nan).every(Number.isNaN)).toBe(true);
+      const inf = dequantizeAffine(words, [Infinity], [1], { bits: 4, groupSize: 32, dtype });
+      expect(Number.isNaN(inf[0])).toBe(true); // 0 · ∞
+      expect(inf[1]).toBe(Infinity);
+    }
+  });
+
   it('negative scales dequantize the same way (scale · q + bias)', () => {
     const words = new Uint32Array([0x76543210, 0xfedcba98, 0x76543210, 0xfedcba98]);
     const got = dequantizeAffine(words, [-0.25], [1], { bits: 4, groupSize: 32, dtype: 'F32' });
