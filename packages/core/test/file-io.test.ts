@@ -94,6 +94,8 @@ describe('FileSource', () => {
     const hole = await src.read(2 ** 32 + 2 ** 20, 64);
     expect(hole.every((x) => x === 0)).toBe(true);
     expect(await codeOf(src.read(size - 76, 77))).toBe('ReadOutOfBounds');
+    // One read larger than a Buffer can hold is refused up front, not a RangeError from Node.
+    expect(await codeOf(src.read(0, 2 ** 32 + 1))).toBe('IoError');
     await src.close();
     await rm(path);
   });

@@ -1,3 +1,4 @@
+import { kMaxLength } from 'node:buffer';
 import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { TensorportError } from '../errors.ts';
@@ -40,8 +41,16 @@ export class FileSource implements ByteSource {
   async read(offset: number, length: number): Promise<Uint8Array> {
     checkRange(this, offset, length);
     if (this.closed) throw new TensorportError('IoError', `${this.name} is closed`, { path: this.name, offset });
+    if (length > MAX_READ) {
+      throw new TensorportError('IoError', `cannot read ${length} bytes of ${this.name} at once (at most ${MAX_READ}); stream them in chunks`, { path: this.name, offset });
+    }
     // Own ArrayBuffer (not Node's shared pool), and a plain Uint8Array: Buffer#slice would alias.
-    const buf = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+    let buf: Uint8Array;
+    try {
+      buf = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+    } catch (e) {
+      throw ioError(`cannot allocate ${length} bytes to read ${this.name}`, this.name, e, offset);
+    }
     let filled = 0;
     while (filled < length) {
       let n: number;
@@ -66,6 +75,9 @@ export class FileSource implements ByteSource {
     await this.fh.close();
   }
 }
+
+/** The largest single Buffer (4 GiB on Node 20 x64). */
+const MAX_READ = kMaxLength;
 
 export function ioError(what: string, path: string, cause: unknown, offset?: number): TensorportError {
   const msg = cause instanceof Error ? cause.message : String(cause);
