@@ -202,11 +202,17 @@ describe('convert: refusals', () => {
     const g = await tensorport('convert', gguf, join(dir, 'x.safetensors'));
     expect(g.code).toBe(1);
     expect(g.stderr).toMatch(/^tensorport: UnsupportedFormat: .*GGUF/);
-    const junk = join(dir, 'junk.safetensors');
+    const junk = join(dir, 'junk.dat');
     await writeFile(junk, 'hello, world');
     const j = await tensorport('convert', junk, join(dir, 'y.safetensors'));
     expect(j.code).toBe(1);
     expect(j.stderr).toMatch(/^tensorport: UnknownFormat: /);
+    // Named .safetensors, the same bytes are read as safetensors: the error says what is wrong.
+    await copyFile(junk, join(dir, 'junk.safetensors'));
+    const k = await tensorport('convert', join(dir, 'junk.safetensors'), join(dir, 'z.safetensors'));
+    expect(k.code).toBe(1);
+    expect(k.stderr).toMatch(/^tensorport: HeaderTooLarge: .*\(at byte 0\)$/m);
+    expect(await listDir(dir)).toEqual(['junk.dat', 'junk.safetensors', 'model.safetensors', 'model.safetensors.gguf', 'pytorch_model.bin']);
   });
 });
 
