@@ -86,6 +86,38 @@ describe('ZIP64 archive past 4 GiB (numpy savez layout)', () => {
   }, BIG.timeout);
 });
 
+describe('ZIP64 PyTorch checkpoint past 4 GiB (miniz layout)', () => {
+  // torch.save of a 4 GiB + 1 KiB tensor: every entry stored with flag 0x0808 and zero local sizes,
+  // 'FB' padding extras, a local ZIP64 extra holding [usize, 0] or only the offset, and 24-byte
+  // descriptors past 4 GiB even for members of a few bytes.
+  const TORCH_SIZE = 4294970341;
+  let torchPath = '';
+  beforeAll(async () => {
+    const h = new Uint8Array(await readFile(new URL('big_torch_zip64.head4096.bin', FIX)));
+    const t = new Uint8Array(await readFile(new URL('big_torch_zip64.tail8192.bin', FIX)));
+    torchPath = join(dir, 'big_torch_zip64.pt');
+    const fh = await open(torchPath, 'w');
+    await fh.truncate(TORCH_SIZE);
+    await fh.write(h, 0, h.byteLength, 0);
+    await fh.write(t, 0, t.byteLength, TORCH_SIZE - t.byteLength);
+    await fh.close();
+  });
+
+  it('opens it, checks every descriptor, and CRC-checks every member after the big one', async () => {
+    const z = await openZip(await FileSource.open(torchPath));
+    expect(z.end.zip64).toBe(true);
+    expect(z.entries.length).toBe(8);
+    const big = z.get('big_torch_zip64/data/0')!;
+    expect([big.uncompressedSize, big.dataOffset % 64]).toEqual([4294968320, 0]);
+    for (const e of z.entries) {
+      expect(e.flags).toBe(0x0808);
+      if (e !== big) expect(await drain(z, e.name), e.name).toBe(e.uncompressedSize);
+    }
+    expect(z.entries.filter((e) => e.localHeaderOffset > 2 ** 32).length).toBeGreaterThan(0);
+    await z.close();
+  });
+});
+
 /** Keeps the first 4 KiB and the last 64 KiB written (enough to patch recent local headers). */
 class WindowSink implements PatchableSink {
   readonly name = '<window>';
