@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BytesSource, MemorySink, openSafetensors, writeSafetensors } from '@tensorport/core';
 import { nodeZlibCodec } from '@tensorport/core/node';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { openNpy, openNpz, writeNpz } from '../src/index.ts';
+import { formatNpyHeader, openNpy, openNpz, writeNpz } from '../src/index.ts';
+import fc from 'fast-check';
+import type { DType } from '@tensorport/core';
 import { PatchableMemorySink, bytesOf, fixture, fixturePath } from './helpers.ts';
 import { readdirSync } from 'node:fs';
 
@@ -118,5 +120,32 @@ print(len(got))
     );
     expect(Number(out.trim())).toBe(Object.keys(got).length);
     expect(Object.keys(got).length).toBeGreaterThan(25);
+  });
+
+  it('writes the same .npy header as np.save for random shapes and dtypes', async () => {
+    const DESCR: Array<[DType, string]> = [['BOOL', '?'], ['I8', 'i1'], ['U16', '<u2'], ['I32', '<i4'], ['U64', '<u8'], ['F16', '<f2'], ['F64', '<f8'], ['C64', '<c8']];
+    const cases = fc.sample(
+      fc.record({ d: fc.nat(DESCR.length - 1), shape: fc.array(fc.oneof(fc.nat(3), fc.nat(10 ** 12)), { maxLength: 12 }) }),
+      { numRuns: 300, seed: 1 },
+    );
+    const ours = cases.map(({ d, shape }) => Buffer.from(formatNpyHeader(DESCR[d]![0], shape, 't', () => {})).toString('hex'));
+    const out = await runPython(
+      py!.exe,
+      `
+import sys, io, json, numpy as np
+from numpy.lib import format as F
+cases, ours = json.load(sys.stdin)
+bad = 0
+for (descr, shape), mine in zip(cases, ours):
+    b = io.BytesIO()
+    F.write_array_header_1_0(b, {"descr": np.dtype(descr).str, "fortran_order": False, "shape": tuple(shape)})
+    if b.getvalue().hex() != mine:
+        bad += 1
+        print("mismatch", descr, shape, file=sys.stderr)
+print(len(cases) - bad)
+`,
+      { input: JSON.stringify([cases.map(({ d, shape }) => [DESCR[d]![1], shape]), ours]) },
+    );
+    expect(Number(out.trim())).toBe(cases.length);
   });
 });
