@@ -5,6 +5,7 @@
 //
 //   node packages/mlx/bench/mlx.mjs [--rows 4096] [--cols 4096] [--repeat 3] [--python python3]
 import { spawnSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bytesOfWords, decodeFloats, dequantizeAffine, encodeFloats, quantizeAffine, wordsOf } from '../dist/index.js';
@@ -52,7 +53,7 @@ function best(fn) {
 
 const n = rows * cols;
 const fmt = (x) => (x / 1e6).toFixed(1).padStart(8);
-console.log(`MLX affine, ${rows}×${cols} = ${n.toLocaleString('en-US')} elements, best of ${repeat}; Node ${process.version}`);
+console.log(`MLX affine, ${rows}×${cols} = ${n.toLocaleString('en-US')} elements, best of ${repeat}; Node ${process.version}; ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}`);
 console.log('case                 | TS quantize | numpy quantize | TS dequantize | numpy dequantize | identical');
 console.log('                     |  (M elem/s) |   (M elem/s)   |  (M elem/s)   |   (M elem/s)     |');
 for (const c of CASES) {

@@ -1,12 +1,51 @@
-export * from './bitstream.ts';
-export * from './affine.ts';
-export { decodeFloats, encodeFloats, roundTo, wordsOf, bytesOfWords, type FloatDType } from './bytes.ts';
-export * from './fp.ts';
-export * from './config.ts';
-export * from './layers.ts';
-export * from './dequantize.ts';
-export * from './quantize.ts';
-export * from './repack.ts';
-export { RowReader, rowsPerBlock } from './rows.ts';
-export * from './model.ts';
-export { pythonJson, pyFloat } from './pyjson.ts';
+// Pure kernels on typed arrays.
+export { packCodes, unpackCodes } from './bitstream.ts';
+export {
+  AFFINE_BITS,
+  AFFINE_GROUP_SIZES,
+  affineGroup,
+  affineScalesBiases,
+  checkAffineParams,
+  dequantizeAffine,
+  quantizeAffine,
+  type AffineOptions,
+  type AffineQuantized,
+  type AffineVariant,
+  type DequantizeOptions,
+} from './affine.ts';
+export { dequantizeFp, e4m3ToNumber, e8m0ToNumber, FP4_VALUES, FP_MODES, type FpDequantizeOptions, type FpMode } from './fp.ts';
+export { bytesOfWords, decodeFloats, encodeFloats, roundTo, wordsOf, type FloatDType } from './bytes.ts';
+
+// Recognition and config.json.
+export { findQuantizedLayers, type QuantizedLayer, type RecognizeOptions, type TensorInfo } from './layers.ts';
+export {
+  formatConfigJson,
+  isQuantMode,
+  parseQuantizationConfig,
+  parseQuantizationMetadata,
+  quantizationSection,
+  withQuantization,
+  type QuantizationConfig,
+  type QuantMode,
+  type QuantParams,
+} from './config.ts';
+
+// Checkpoint-level conversions: streaming TensorDescriptors for the safetensors writer.
+export { dequantizeCheckpoint, type ConversionResult, type DequantizeCheckpointOptions } from './dequantize.ts';
+export { isQuantizable, quantizeCheckpoint, type LayerChoice, type QuantizeCheckpointOptions, type QuantPredicate } from './quantize.ts';
+export { isLosslessRepack, repackCheckpoint, type RepackLayerReport, type RepackResult, type RepackTarget } from './repack.ts';
+export { rowsPerBlock } from './rows.ts';
+
+// Model directories as mlx-lm writes them.
+export {
+  formatMlxIndex,
+  MLX_CONFIG_FILE,
+  MLX_INDEX_FILE,
+  MLX_MAX_SHARD_BYTES,
+  planMlxShards,
+  totalParameters,
+  writeMlxModel,
+  type MlxShardPlan,
+  type WriteMlxModelOptions,
+} from './model.ts';
+export { pyFloat, pythonJson } from './pyjson.ts';
