@@ -55,7 +55,10 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
 
   const stack: PyValue[] = [];
   const marks: number[] = [];
-  const memo = new Map<number, PyValue>();
+  // The memo: keys are almost always 0, 1, 2, ... (an array is 4x faster than a Map at a million
+  // entries); any other key (LONG_BINPUT 0xFFFFFFFF) goes to a Map. Each key lives in exactly one.
+  const dense: PyValue[] = [];
+  const sparse = new Map<number, PyValue>();
   const globals = new Set<string>();
   const reported = new Set<string>();
   const findings: Finding[] = [];
@@ -211,12 +214,21 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     return opts.persistentLoad(pid, (m) => invalid(`${op}: ${m}`));
   };
   const get = (i: number): void => {
-    if (!memo.has(i)) invalid(`${op}: memo key ${i} was never stored`);
-    push(memo.get(i)!);
+    const v = i < dense.length ? dense[i] : sparse.get(i);
+    if (v === undefined) invalid(`${op}: memo key ${i} was never stored`);
+    push(v!);
   };
   const put = (i: number): void => {
-    if (!memo.has(i) && memo.size >= lim.maxMemo) limit('memo entries', lim.maxMemo);
-    memo.set(i, peek());
+    const v = peek();
+    if (i < dense.length) {
+      dense[i] = v;
+      return;
+    }
+    if (!sparse.has(i) && dense.length + sparse.size >= lim.maxMemo) limit('memo entries', lim.maxMemo);
+    if (i === dense.length) {
+      dense.push(v);
+      sparse.delete(i);
+    } else sparse.set(i, v);
   };
   const decimal = (long: boolean): PyValue => {
     const t = text(line());
@@ -297,7 +309,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
         case 0x71: put(u8()); break;
         case 0x72: put(u32()); break;
         case 0x70: put(memoIndex()); break;
-        case 0x94: put(memo.size); break; // MEMOIZE
+        case 0x94: put(dense.length + sparse.size); break; // MEMOIZE: len(memo)
         case 0x68: get(u8()); break;
         case 0x6a: get(u32()); break;
         case 0x67: get(memoIndex()); break;
