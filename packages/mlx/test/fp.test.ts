@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { dequantizeFp, e4m3ToNumber, e8m0ToNumber, FP4_VALUES, packCodes } from '../src/index.ts';
+import { decodeFloats, dequantizeCheckpoint, dequantizeFp, e4m3ToNumber, e8m0ToNumber, findQuantizedLayers, FP4_VALUES, packCodes } from '../src/index.ts';
+import { collect, memTensor } from './helpers/memory.ts';
 
 describe('mxfp4 / mxfp8 / nvfp4', () => {
   it('decodes E4M3 (FN) and E8M0', () => {
@@ -38,5 +39,26 @@ describe('mxfp4 / mxfp8 / nvfp4', () => {
     const g = dequantizeFp(words, scales, { mode: 'nvfp4', dtype: 'F32', globalScale: 2688 });
     expect(g[0]).toBe(2);
     expect(() => dequantizeFp(words, scales, { mode: 'mxfp4', globalScale: 2 })).toThrow(expect.objectContaining({ code: 'MlxInvalidQuantization' }));
+  });
+});
+
+describe('fp layers in a checkpoint', () => {
+  it('mxfp8 and nvfp4 layers are found from their shapes and dequantized to BF16 by default', async () => {
+    const fp8 = Uint8Array.from({ length: 2 * 64 }, (_, i) => (i * 37) & 0x7e);
+    const fp4 = Uint8Array.from({ length: 2 * 32 }, (_, i) => (i * 91) & 0xff);
+    const tensors = [
+      memTensor('e8.weight', 'U32', [2, 16], fp8),
+      memTensor('e8.scales', 'U8', [2, 2], Uint8Array.of(127, 128, 126, 130)),
+      memTensor('n4.weight', 'U32', [2, 8], fp4),
+      memTensor('n4.scales', 'U8', [2, 4], Uint8Array.of(0x38, 0x40, 0x30, 0x48, 0x38, 0x39, 0x3a, 0x3b)),
+    ];
+    expect(findQuantizedLayers({ tensors }).map((l) => [l.path, l.mode])).toEqual([['e8', 'mxfp8'], ['n4', 'nvfp4']]);
+    const d = dequantizeCheckpoint({ tensors, metadata: null });
+    const e8 = decodeFloats(await collect(d.tensors[0]!), 'BF16');
+    expect(d.tensors[0]!.shape).toEqual([2, 64]);
+    expect(Array.from(e8)).toEqual(Array.from(dequantizeFp(new Uint32Array(fp8.buffer), Uint8Array.of(127, 128, 126, 130), { mode: 'mxfp8' })));
+    const n4 = decodeFloats(await collect(d.tensors[1]!), 'BF16');
+    expect(d.tensors[1]!.shape).toEqual([2, 64]);
+    expect(n4[0]).toBe(FP4_VALUES[fp4[0]! & 15]! * 1);
   });
 });
