@@ -131,6 +131,23 @@ describe('FileSink', () => {
     await sink.abort(); // no-op after commit
     expect(await listing(d)).toEqual(['out.bin']);
   });
+  it('patches bytes already written, in the file and in the write-behind buffer alike', async () => {
+    const d = await fresh('sink-patch');
+    const target = join(d, 'p.bin');
+    const sink = await FileSink.create(target, { bufferSize: 16, fsync: false });
+    const expected = patternBytes(100, 3);
+    await sink.write(expected);
+    // 96 bytes have gone to the file, the last 4 are still buffered: patch on both sides and across.
+    const patches: Array<[number, number]> = [[0, 4], [10, 30], [95, 5], [40, 50]];
+    for (const [at, n] of patches) {
+      const bytes = patternBytes(n, at + 11);
+      await sink.writeAt(at, bytes);
+      expected.set(bytes, at);
+    }
+    expect(await codeOf(sink.writeAt(98, new Uint8Array(4)))).toBe('IoError');
+    await sink.commit();
+    expect(Buffer.from(await readFile(target)).equals(Buffer.from(expected))).toBe(true);
+  });
   it('refuses an existing target without force, replaces it with force', async () => {
     const d = await fresh('sink-exists');
     const target = join(d, 'x');

@@ -81,6 +81,34 @@ export class FileSink implements ByteSink {
     this.bytesWritten += chunk.byteLength;
   }
 
+  /**
+   * Overwrites bytes already written (a ZIP local header patched once its sizes and CRC are known).
+   * The part still in the write-behind buffer is patched there; the rest is written in place after
+   * the pending write settles, so the two never race.
+   */
+  async writeAt(offset: number, bytes: Uint8Array): Promise<void> {
+    this.checkOpen();
+    const end = offset + bytes.byteLength;
+    if (!Number.isSafeInteger(offset) || offset < 0 || end > this.bytesWritten) {
+      throw new TensorportError('IoError', `${this.name}: patch of ${bytes.byteLength} bytes at ${offset} is outside the ${this.bytesWritten} bytes written`, { path: this.name, offset });
+    }
+    const flushedEnd = this.filePos;
+    if (end > flushedEnd) {
+      const from = Math.max(offset, flushedEnd);
+      this.buf.set(bytes.subarray(from - offset), from - flushedEnd);
+    }
+    if (offset < flushedEnd) {
+      await this.settle();
+      const part = bytes.subarray(0, Math.min(end, flushedEnd) - offset);
+      try {
+        await writeAll(this.fh, part, offset);
+      } catch (e) {
+        this.failure = ioError(`patch of ${part.byteLength} bytes at offset ${offset} to ${this.tempPath} failed`, this.name, e, offset);
+        throw this.failure;
+      }
+    }
+  }
+
   async commit(): Promise<void> {
     this.checkOpen();
     this.state = 'committing';
