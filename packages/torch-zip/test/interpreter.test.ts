@@ -1,20 +1,13 @@
-import { TensorportError } from '@tensorport/core';
+import type { TensorportError } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
 import { runPickle, type PyValue } from '../src/index.ts';
 import { findTensors } from '../src/torch/walk.ts';
 import { binunicode, global, pk, PROTO2, u32 } from './helpers/pickle-bytes.ts';
+import { refusal } from './helpers/refusal.ts';
 
 const load = (bytes: Uint8Array, limits = {}): PyValue => runPickle(bytes, 0, { mode: 'load', limits }).value!;
 
-function refusal(bytes: Uint8Array, limits = {}): TensorportError {
-  try {
-    runPickle(bytes, 0, { mode: 'load', limits });
-  } catch (e) {
-    expect(e).toBeInstanceOf(TensorportError);
-    return e as TensorportError;
-  }
-  throw new Error('expected the pickle to be refused');
-}
+const refused = (bytes: Uint8Array, limits = {}): TensorportError => refusal(() => runPickle(bytes, 0, { mode: 'load', limits }));
 
 describe('integers', () => {
   it('reads LONG1 as signed two\'s complement', () => {
@@ -44,12 +37,12 @@ describe('integers', () => {
     const body = new Array<number>(1024).fill(0);
     body[1023] = 0x01;
     expect(load(pk(PROTO2, 0x8b, ...u32(1024), body, '.'))).toBe(1n << BigInt(1023 * 8));
-    const e = refusal(pk(PROTO2, 0x8b, ...u32(1025), new Array<number>(1025).fill(0), '.'));
+    const e = refused(pk(PROTO2, 0x8b, ...u32(1025), new Array<number>(1025).fill(0), '.'));
     expect(e.code).toBe('PickleLimitExceeded');
   });
   it('refuses a 2 GiB LONG4 length on a tiny input at once', () => {
-    expect(refusal(pk(PROTO2, 0x8b, 0xff, 0xff, 0xff, 0x7f, 1, 2, '.'), { maxIntBytes: 2 ** 31 }).code).toBe('PickleInvalid');
-    expect(refusal(pk(PROTO2, 0x8b, 0xff, 0xff, 0xff, 0xff, '.')).code).toBe('PickleInvalid'); // negative length
+    expect(refused(pk(PROTO2, 0x8b, 0xff, 0xff, 0xff, 0x7f, 1, 2, '.'), { maxIntBytes: 2 ** 31 }).code).toBe('PickleInvalid');
+    expect(refused(pk(PROTO2, 0x8b, 0xff, 0xff, 0xff, 0xff, '.')).code).toBe('PickleInvalid'); // negative length
   });
 });
 
@@ -64,13 +57,13 @@ describe('strings and bytes', () => {
   });
   it('checks every length against the bytes left before allocating', () => {
     for (const op of [pk(PROTO2, 0x58, ...u32(0xfffffff0), 'x'), pk(0x80, 4, 0x8d, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 'x'), pk(0x80, 3, 0x42, ...u32(100), 'x')]) {
-      const e = refusal(op);
+      const e = refused(op);
       expect(e.code).toBe('PickleInvalid');
       expect(e.message).toMatch(/truncated/);
     }
   });
   it('refuses invalid UTF-8 instead of replacing it', () => {
-    expect(refusal(pk(PROTO2, 0x58, ...u32(2), 0xc3, 0x28, '.')).code).toBe('PickleInvalid');
+    expect(refused(pk(PROTO2, 0x58, ...u32(2), 0xc3, 0x28, '.')).code).toBe('PickleInvalid');
   });
 });
 
@@ -94,25 +87,33 @@ describe('containers and the memo', () => {
   it('stores LONG_BINPUT 0xFFFFFFFF in a map, not an array of 4 billion slots', () => {
     expect(load(pk(PROTO2, 'N', 'r', ...u32(0xffffffff), '0', 'j', ...u32(0xffffffff), '.'))).toBeNull();
   });
+  it('counts memo keys exactly as Python does, dense or not (MEMOIZE uses len(memo))', () => {
+    // memo[2] = 'c'; memo[0] = 'a'; memo[1] = 'b'; memo[2] = 'C'  ->  len 3, so MEMOIZE stores at 3
+    const v = load(pk(0x80, 4, 0x8c, 1, 'c', 'q', 2, '0', 0x8c, 1, 'a', 'q', 0, '0', 0x8c, 1, 'b', 'q', 1, '0', 0x8c, 1, 'C', 'q', 2, '0',
+      0x8c, 1, 'd', 0x94, '0', 'h', 3, 'h', 2, 'h', 0, 0x87, '.'));
+    expect(v).toMatchObject({ kind: 'tuple', items: ['d', 'C', 'a'] });
+    // memo[5] = 'x' alone: len 1, so MEMOIZE stores at 1
+    expect(load(pk(0x80, 4, 0x8c, 1, 'x', 'q', 5, 0x94, '0', 'h', 1, 'h', 5, 0x86, '.'))).toMatchObject({ kind: 'tuple', items: ['x', 'x'] });
+  });
   it('refuses a memo key that was never stored', () => {
-    const e = refusal(pk(PROTO2, 'N', 'q', 1, '0', 'h', 3, '.'));
+    const e = refused(pk(PROTO2, 'N', 'q', 1, '0', 'h', 3, '.'));
     expect(e.code).toBe('PickleInvalid');
     expect(e.message).toMatch(/memo key 3/);
   });
   it('refuses stack underflow, a missing MARK and leftovers at STOP', () => {
-    expect(refusal(pk(PROTO2, '.')).message).toMatch(/underflow/);
-    expect(refusal(pk(PROTO2, ']', 'N', 'e', '.')).message).toMatch(/without MARK/);
-    expect(refusal(pk(PROTO2, 'N', 'N', '.')).message).toMatch(/left on the stack/);
-    expect(refusal(pk(PROTO2, '(', 'R', '.')).message).toMatch(/underflow/); // REDUCE cannot pop below a MARK
-    expect(refusal(pk(PROTO2, 'N', 'a', '.')).message).toMatch(/underflow/);
+    expect(refused(pk(PROTO2, '.')).message).toMatch(/underflow/);
+    expect(refused(pk(PROTO2, ']', 'N', 'e', '.')).message).toMatch(/without MARK/);
+    expect(refused(pk(PROTO2, 'N', 'N', '.')).message).toMatch(/left on the stack/);
+    expect(refused(pk(PROTO2, '(', 'R', '.')).message).toMatch(/underflow/); // REDUCE cannot pop below a MARK
+    expect(refused(pk(PROTO2, 'N', 'a', '.')).message).toMatch(/underflow/);
   });
   it('refuses APPEND to a tuple and SETITEM on a list', () => {
-    expect(refusal(pk(PROTO2, ')', 'N', 'a', '.')).message).toMatch(/APPEND on tuple/);
-    expect(refusal(pk(PROTO2, ']', 'N', 'N', 's', '.')).message).toMatch(/SETITEM on list/);
+    expect(refused(pk(PROTO2, ')', 'N', 'a', '.')).message).toMatch(/APPEND on tuple/);
+    expect(refused(pk(PROTO2, ']', 'N', 'N', 's', '.')).message).toMatch(/SETITEM on list/);
   });
   it('stops 100 000-deep nesting with a typed error, not a stack overflow', () => {
     const depth = 100_000;
-    const e = refusal(pk(PROTO2, new Array<number>(depth).fill(0x5d), new Array<number>(depth - 1).fill(0x61), '.'));
+    const e = refused(pk(PROTO2, new Array<number>(depth).fill(0x5d), new Array<number>(depth - 1).fill(0x61), '.'));
     expect(e.code).toBe('PickleLimitExceeded');
     expect(e.message).toMatch(/nesting depth/);
   });
@@ -121,19 +122,19 @@ describe('containers and the memo', () => {
     const parts: number[] = [...PROTO2, 0x5d, 0x71, 0, 0x30];
     for (let i = 0; i < 2000; i++) parts.push(0x5d, 0x68, 0, 0x61, 0x71, 0, 0x30);
     parts.push(0x68, 0, 0x2e);
-    expect(refusal(Uint8Array.from(parts)).code).toBe('PickleLimitExceeded');
+    expect(refused(Uint8Array.from(parts)).code).toBe('PickleLimitExceeded');
   });
   it('bounds the stack, the MARK depth, container sizes, the memo and the total work', () => {
-    expect(refusal(pk(PROTO2, new Array<number>(100).fill(0x4e), '.'), { maxStack: 50 }).message).toMatch(/stack depth/);
-    expect(refusal(pk(PROTO2, new Array<number>(100).fill(0x28), '.'), { maxMarks: 50 }).message).toMatch(/MARK depth/);
-    expect(refusal(pk(PROTO2, ']', '(', new Array<number>(100).fill(0x4e), 'e', '.'), { maxItems: 50 }).message).toMatch(/container size/);
+    expect(refused(pk(PROTO2, new Array<number>(100).fill(0x4e), '.'), { maxStack: 50 }).message).toMatch(/stack depth/);
+    expect(refused(pk(PROTO2, new Array<number>(100).fill(0x28), '.'), { maxMarks: 50 }).message).toMatch(/MARK depth/);
+    expect(refused(pk(PROTO2, ']', '(', new Array<number>(100).fill(0x4e), 'e', '.'), { maxItems: 50 }).message).toMatch(/container size/);
     const puts: number[] = [];
     for (let i = 0; i < 100; i++) puts.push(0x71, i);
-    expect(refusal(pk(PROTO2, 'N', puts, '.'), { maxMemo: 50 }).message).toMatch(/memo entries/);
-    expect(refusal(pk(PROTO2, new Array<number>(100).fill(0x4e), '.'), { maxWork: 50 }).message).toMatch(/work/);
+    expect(refused(pk(PROTO2, 'N', puts, '.'), { maxMemo: 50 }).message).toMatch(/memo entries/);
+    expect(refused(pk(PROTO2, new Array<number>(100).fill(0x4e), '.'), { maxWork: 50 }).message).toMatch(/work/);
   });
   it('handles a 300 000-item argument tuple without spreading it', () => {
-    const e = refusal(pk(PROTO2, global('collections', 'OrderedDict'), '(', new Array<number>(300_000).fill(0x4e), 't', 'R', '.'));
+    const e = refused(pk(PROTO2, global('collections', 'OrderedDict'), '(', new Array<number>(300_000).fill(0x4e), 't', 'R', '.'));
     expect(e.code).toBe('PickleInvalid');
     expect(e.message).toMatch(/collections\.OrderedDict: takes 0 to 1 arguments, got 300000/);
   });
@@ -164,20 +165,20 @@ describe('a billion laughs stays a small DAG', () => {
 
 describe('opcodes', () => {
   it('refuses unknown opcodes and the copyreg extension registry', () => {
-    expect(refusal(pk(PROTO2, 0xff, '.')).code).toBe('PickleUnsupportedOpcode');
-    expect(refusal(pk(PROTO2, 0x82, 1, '.')).code).toBe('PickleUnsupportedOpcode');
-    expect(refusal(pk(0x80, 5, 0x97, '.')).code).toBe('PickleUnsupportedOpcode');
+    expect(refused(pk(PROTO2, 0xff, '.')).code).toBe('PickleUnsupportedOpcode');
+    expect(refused(pk(PROTO2, 0x82, 1, '.')).code).toBe('PickleUnsupportedOpcode');
+    expect(refused(pk(0x80, 5, 0x97, '.')).code).toBe('PickleUnsupportedOpcode');
   });
   it('refuses a protocol above 5', () => {
-    expect(refusal(pk(0x80, 6, 'N.')).message).toMatch(/protocol 6/);
+    expect(refused(pk(0x80, 6, 'N.')).message).toMatch(/protocol 6/);
   });
   it('refuses STACK_GLOBAL with non-str operands', () => {
-    const e = refusal(pk(0x80, 4, 'K', 1, 0x8c, 4, 'eval', 0x93, 'N.'));
+    const e = refused(pk(0x80, 4, 'K', 1, 0x8c, 4, 'eval', 0x93, 'N.'));
     expect(e.code).toBe('PickleInvalid');
     expect(e.message).toMatch(/STACK_GLOBAL with int and str/);
   });
   it('refuses persistent ids when no storage table is given', () => {
-    expect(refusal(pk(PROTO2, 'N', 'Q', '.')).message).toMatch(/persistent ids are not allowed/);
+    expect(refused(pk(PROTO2, 'N', 'Q', '.')).message).toMatch(/persistent ids are not allowed/);
   });
   it('reads FRAME, MEMOIZE and SHORT_BINUNICODE (protocol 4)', () => {
     const v = load(pk(0x80, 4, 0x95, 8, 0, 0, 0, 0, 0, 0, 0, 0x8c, 1, 'a', 0x94, 'h', 0, 0x86, '.'));

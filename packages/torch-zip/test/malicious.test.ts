@@ -4,19 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { loadPickle, openTorchCheckpoint, scanCheckpoint, scanPickle, StorageTable } from '../src/index.ts';
 import { findTensors } from '../src/torch/walk.ts';
 import { FIXTURES, readBytes, SAMPLES } from './helpers/paths.ts';
+import { refusal } from './helpers/refusal.ts';
 
 interface Case { globals: string[]; loadError: string | null }
 const manifest = JSON.parse(readFileSync(`${FIXTURES}malicious/manifest.json`, 'utf8')) as Record<string, Case>;
-
-function refusal(f: () => unknown): TensorportError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(TensorportError);
-    return e as TensorportError;
-  }
-  throw new Error('expected a refusal');
-}
 
 describe('hostile pickles (fixtures/torch/malicious)', () => {
   it('has the cases the issue lists', () => {
