@@ -1,7 +1,7 @@
 import { TensorportError } from '@tensorport/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { runPickle, scanPickle, StorageTable } from '../src/index.ts';
+import { openTorchCheckpoint, runPickle, scanCheckpoint, scanPickle, StorageTable } from '../src/index.ts';
 import { findTensors } from '../src/torch/walk.ts';
 import { FIXTURES, readBytes, SAMPLES } from './helpers/paths.ts';
 
@@ -52,5 +52,33 @@ describe('property: hostile bytes only ever produce typed errors', () => {
     const ops = [0x28, 0x29, 0x2e, 0x30, 0x31, 0x32, 0x4e, 0x5d, 0x61, 0x62, 0x65, 0x68, 0x71, 0x73, 0x74, 0x75, 0x7d, 0x81, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8f, 0x90, 0x91, 0x93, 0x94, 0x52, 0x51, 0x4b, 0x8a];
     const stream = fc.array(fc.oneof(fc.constantFrom(...ops), fc.integer({ min: 0, max: 255 })), { maxLength: 300 });
     fc.assert(fc.property(stream, (body) => exercise(Uint8Array.from([0x80, 0x04, ...body]))), { numRuns: 3000 });
+  });
+});
+
+describe('property: mutated checkpoints only ever produce typed errors', () => {
+  const files = ['simple_state_dict.pt', 'legacy_shared.pt', 'shared_views.pt', 'big_endian_crafted.pt'].map((f) => readBytes(`${SAMPLES}${f}`));
+  it('open, scan and stream every tensor', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.integer({ min: 0, max: files.length - 1 }),
+      fc.array(fc.record({ at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 4 }),
+      fc.option(fc.nat(), { nil: undefined }),
+      async (i, edits, cut) => {
+        const b = files[i]!.slice();
+        for (const e of edits) b[e.at % b.length] = e.byte;
+        const bytes = cut === undefined ? b : b.subarray(0, cut % (b.length + 1));
+        try {
+          const c = await openTorchCheckpoint(bytes);
+          for (const t of c.tensors) {
+            let n = 0;
+            for await (const ch of t.chunks()) n += ch.byteLength;
+            expect(n).toBe(t.byteLength);
+          }
+        } catch (e) {
+          if (!(e instanceof TensorportError)) throw e;
+        }
+        const r = await scanCheckpoint(bytes);
+        expect(r.safe).toBe(r.findings.length === 0);
+      },
+    ), { numRuns: 1500 });
   });
 });
