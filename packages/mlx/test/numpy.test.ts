@@ -14,6 +14,7 @@ const benchDir = fileURLToPath(new URL('../bench/', import.meta.url));
 
 const DRIVER = `
 import sys, json
+sys.dont_write_bytecode = True
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 from mlx_numpy import to_f32, from_f32, quantize, dequantize
