@@ -185,3 +185,14 @@ describe('opcodes', () => {
     expect(v).toMatchObject({ kind: 'tuple', items: ['a', 'a'] });
   });
 });
+
+describe('allowed values stay inert', () => {
+  it('refuses items, appends, calls and BUILD on an allowed value object (builtins.complex)', () => {
+    const c = pk(PROTO2, global('builtins', 'complex'), 'K', 1, 'K', 2, 0x86, 'R');
+    expect(refusal(() => runPickle(pk(c, 'N', 'N', 's', '.'), 0, { mode: 'load' })).message).toMatch(/SETITEM on builtins\.complex/);
+    expect(refusal(() => runPickle(pk(c, 'N', 'a', '.'), 0, { mode: 'load' })).message).toMatch(/APPEND on builtins\.complex/);
+    expect(refusal(() => runPickle(pk(c, ')', 'R', '.'), 0, { mode: 'load' })).message).toMatch(/not callable/);
+    expect(refusal(() => runPickle(pk(c, '}', 'b', '.'), 0, { mode: 'load' })).message).toMatch(/BUILD on builtins\.complex/);
+    expect(runPickle(pk(c, '.'), 0, { mode: 'load' }).value).toMatchObject({ kind: 'object', callable: 'builtins.complex', args: [1, 2] });
+  });
+});

@@ -147,10 +147,6 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     sized(size);
     nested(c, Math.max(c.depth, depthOf(child) + 1));
   };
-  const int = (v: number | bigint, what: string): void => {
-    if (typeof v === 'bigint' && v.toString(16).length > lim.maxIntBytes * 2 + 1) limit(`${what} size`, lim.maxIntBytes);
-  };
-
   const resolve = (module: string, name: string): PyGlobal => {
     const q = globalName(module, name);
     globals.add(q);
@@ -162,7 +158,8 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
 
   /** REDUCE/NEWOBJ/INST/OBJ: only allowlisted callables, which return inert records. */
   const invoke = (callable: PyValue, args: PyValue): PyValue => {
-    if (isContainer(callable) && callable.kind === 'object') return { kind: 'object', callable: `${callable.callable}(...)`, args: [], depth: 1 };
+    // scan mode: calling the result of a disallowed call, already reported
+    if (scan && isContainer(callable) && callable.kind === 'object') return { kind: 'object', callable: `${callable.callable}(...)`, args: [], depth: 1 };
     if (typeof callable !== 'object' || callable === null || callable.kind !== 'global') return invalid(`${op} on ${typeName(callable)}, which is not callable`);
     if (typeof args !== 'object' || args === null || args.kind !== 'tuple') return invalid(`${op} ${callable.name}: arguments must be a tuple, got ${typeName(args)}`);
     if (callable.entry === null) {
@@ -177,7 +174,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
 
   const setItems = (target: PyValue, items: PyValue[]): void => {
     if (items.length % 2 !== 0) invalid(`${op}: odd number of items`);
-    if (isContainer(target) && target.kind === 'object') return; // opaque (scan mode): already reported
+    if (scan && isContainer(target) && target.kind === 'object') return; // opaque: already reported
     if (!isContainer(target) || target.kind !== 'dict') return invalid(`${op} on ${typeName(target)}; only dicts take items`);
     for (let i = 0; i < items.length; i += 2) {
       target.items.set(items[i]!, items[i + 1]!);
@@ -186,7 +183,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     }
   };
   const appendItems = (target: PyValue, items: PyValue[], kind: 'list' | 'set'): void => {
-    if (isContainer(target) && target.kind === 'object') return;
+    if (scan && isContainer(target) && target.kind === 'object') return;
     if (!isContainer(target) || target.kind !== kind || (target.kind === 'set' && target.frozen)) return invalid(`${op} on ${typeName(target)}; expected a ${kind}`);
     for (const v of items) {
       target.items.push(v);
@@ -196,7 +193,8 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   const build = (target: PyValue, state: PyValue): void => {
     if (typeof target !== 'object' || target === null) return invalid(`BUILD on ${typeName(target)}`);
     switch (target.kind) {
-      case 'object': case 'tensor': case 'unsupported': return; // opaque, or a tensor's Python attributes: dropped
+      case 'tensor': case 'unsupported': return; // a tensor's Python attributes: dropped
+      case 'object': if (scan) return; return invalid(`BUILD on ${typeName(target)}`); // opaque in scan mode
       case 'dict': {
         // OrderedDict state: vars(od) (a state dict's `_metadata`), possibly as (dict, slots).
         const s = typeof state === 'object' && state !== null && state.kind === 'tuple' && state.items.length === 2 ? state.items[0]! : state;
@@ -211,7 +209,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   };
   const persistent = (pid: PyValue): PyValue => {
     if (!opts.persistentLoad) return invalid('persistent ids are not allowed here');
-    return opts.persistentLoad(pid, (m) => invalid(`${op}: ${m}`));
+    return opts.persistentLoad(pid, fail);
   };
   const get = (i: number): void => {
     const v = i < dense.length ? dense[i] : sparse.get(i);
