@@ -1,6 +1,12 @@
 #!/usr/bin/env node
 import { main } from './program.ts';
 
+// `tensorport inspect big.safetensors | head`: the reader went away; stop quietly, not with a stack trace.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code !== 'EPIPE') throw e;
+  process.exit(Number(process.exitCode ?? 0));
+});
+
 // exitCode, not process.exit(): stdout may still be flushing a large --json report into a pipe.
 void main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }).then((code) => {
   process.exitCode = code;

@@ -84,3 +84,24 @@ export async function tensorDigests(path: string): Promise<Map<string, { dtype: 
 export async function listDir(dir: string): Promise<string[]> {
   return (await readdir(dir)).sort();
 }
+
+/** A safetensors file built by hand from the format description (data in the given order). */
+export function safetensorsFile(tensors: Record<string, { dtype: string; shape: number[]; data: Uint8Array }>): Uint8Array {
+  const header: Record<string, unknown> = {};
+  let offset = 0;
+  for (const [name, t] of Object.entries(tensors)) {
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + t.data.byteLength] };
+    offset += t.data.byteLength;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const out = Buffer.alloc(8 + json.length + offset);
+  out.writeBigUInt64LE(BigInt(json.length), 0);
+  out.write(json, 8, 'latin1');
+  let pos = 8 + json.length;
+  for (const t of Object.values(tensors)) {
+    out.set(t.data, pos);
+    pos += t.data.byteLength;
+  }
+  return out;
+}

@@ -1,8 +1,9 @@
+import { spawn } from 'node:child_process';
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { inspect, validate } from '../src/index.ts';
-import { FIXTURES, manifest, tempDir, tensorport } from './helpers.ts';
+import { CLI, FIXTURES, REPO, manifest, safetensorsFile, tempDir, tensorport } from './helpers.ts';
 
 /** tensorport's code → the reference crate's error variant (serde errors are one variant there). */
 const REFERENCE_VARIANT: Record<string, string> = {
@@ -91,6 +92,24 @@ describe('inspect (table)', () => {
     for (const row of rows) expect(row.slice(col, col + 4)).toBe('BF16');
     expect(r.stdout).toMatch(/KiB/);
     expect(lines.find((l) => l.startsWith('total'))).toContain(String(m.tensors.length));
+  });
+});
+
+describe('output into a closed pipe', () => {
+  it('stops quietly when the reader goes away (inspect | head)', async () => {
+    const dir = await tempDir();
+    const file = join(dir, 'many.safetensors');
+    const tensors: Record<string, { dtype: string; shape: number[]; data: Uint8Array }> = {};
+    for (let i = 0; i < 20_000; i++) tensors[`model.layers.${i}.weight`] = { dtype: 'F16', shape: [2], data: new Uint8Array(4) };
+    await writeFile(file, safetensorsFile(tensors));
+    const child = spawn(process.execPath, [CLI, 'inspect', file], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    // Like `head -1`: take the first chunk, then close the pipe while the CLI is still writing.
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise<number | null>((done) => child.on('close', done));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });
 
