@@ -30,24 +30,33 @@ export interface ScanOptions {
   path?: string;
 }
 
+/** Findings listed per report; a pickle naming a million distinct globals gets a count beyond it. */
+const MAX_FINDINGS = 1000;
+
 class Report {
   readonly globals = new Set<string>();
   readonly findings: Finding[] = [];
   readonly opcodes: Record<string, number> = Object.create(null) as Record<string, number>;
   pickles = 0;
+  private unlisted = 0;
 
   add(r: RunResult): void {
     this.pickles++;
     for (const g of r.globals) this.globals.add(g);
-    this.findings.push(...r.findings);
+    for (const f of r.findings) this.finding(f);
     for (const [k, v] of Object.entries(r.opcodes)) this.opcodes[k] = (this.opcodes[k] ?? 0) + v;
   }
   fail(e: unknown): void {
     if (!(e instanceof TensorportError)) throw e;
-    this.findings.push(e.toJSON() as unknown as Finding);
+    this.finding(e.toJSON() as unknown as Finding);
+  }
+  private finding(f: Finding): void {
+    if (this.findings.length < MAX_FINDINGS) this.findings.push(f);
+    else this.unlisted++;
   }
   done(format: ScanReport['format']): ScanReport {
-    return { safe: this.findings.length === 0, format, globals: [...this.globals], findings: this.findings, opcodes: this.opcodes, pickles: this.pickles };
+    const findings = this.unlisted > 0 ? [...this.findings, { code: 'PickleLimitExceeded', message: `${this.unlisted} more findings not listed` }] : this.findings;
+    return { safe: findings.length === 0, format, globals: [...this.globals], findings, opcodes: this.opcodes, pickles: this.pickles };
   }
 }
 

@@ -97,3 +97,15 @@ describe('hostile checkpoints (reference samples)', () => {
     }
   });
 });
+
+describe('scan reports stay bounded', () => {
+  it('lists 1000 findings and counts the rest for 100 000 distinct disallowed globals', () => {
+    const parts: string[] = ['\x80\x02'];
+    for (let i = 0; i < 100_000; i++) parts.push(`cm${i}\nf\n0`);
+    const bytes = Uint8Array.from(parts.join('').concat('N.'), (c) => c.charCodeAt(0));
+    const r = scanPickle(bytes);
+    expect(r.globals.length).toBe(100_000);
+    expect(r.findings.length).toBe(1001);
+    expect(r.findings[1000]).toEqual({ code: 'PickleLimitExceeded', message: '99000 more findings not listed' });
+  });
+});
