@@ -74,7 +74,7 @@ Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.`,
   program
     .command('inspect')
     .description('List format, metadata and every tensor (dtype, shape, bytes, offsets) with parameter totals')
-    .argument('<path>', 'a .safetensors file or a directory with a sharded checkpoint')
+    .argument('<path>', 'a safetensors file, or a checkpoint directory (model.safetensors.index.json + shards, or model.safetensors)')
     .option('--json', 'print one JSON object instead of a table')
     .addHelpText(
       'after',
@@ -91,7 +91,7 @@ Examples:
   program
     .command('validate')
     .description('Check a checkpoint against the safetensors rules; report every finding with its location')
-    .argument('<path>', 'a .safetensors file or a directory with a sharded checkpoint')
+    .argument('<path>', 'a safetensors file, or a checkpoint directory (model.safetensors.index.json + shards, or model.safetensors)')
     .option('--json', 'print {valid, errors, warnings} as JSON')
     .addHelpText(
       'after',
@@ -121,9 +121,9 @@ Examples:
   program
     .command('convert')
     .description('Convert a checkpoint to safetensors (one file, or shards + index), then validate what was written')
-    .argument('<input>', 'a safetensors file (any extension; detected by content) or a sharded checkpoint directory')
+    .argument('<input>', 'a safetensors file (detected by content, any extension), a sharded checkpoint directory or its index.json')
     .argument('<output>', "a file path, or a directory (existing, or ending with '/') that receives model.safetensors or shards + index")
-    .addOption(new Option('--dtype <dtype>', 'cast floating-point tensors to f16, bf16 or f32').argParser(parseDtype))
+    .addOption(new Option('--dtype <dtype>', 'cast F16/BF16/F32/F64 tensors to f16, bf16 or f32 (other dtypes are kept)').argParser(parseDtype))
     .addOption(
       new Option('--max-shard-size <size>', 'largest shard when the output is a directory (5GB = 5e9 bytes, 5GiB = 5·2^30)')
         .argParser(parseSizeOption)
@@ -135,10 +135,11 @@ Examples:
       'after',
       `
 Output rules:
-  out.safetensors       one file, whatever the size
-  out/ (or existing dir) out/model.safetensors, or out/model-00001-of-0000N.safetensors
-                        + out/model.safetensors.index.json when the total exceeds --max-shard-size
-Nothing is written over an existing output without --force, and the input is never the output.
+  out.safetensors          one file at that path, whatever the size
+  out/ or an existing dir  out/model.safetensors, or when the tensors exceed --max-shard-size:
+                           out/model-00001-of-0000N.safetensors ... + out/model.safetensors.index.json
+Existing outputs are refused without --force; the input is never overwritten, even with --force.
+Everything written is re-read and validated; on any failure nothing is left at the output.
 
 Examples:
   $ tensorport convert model.bin model.safetensors            # a .bin that is really safetensors

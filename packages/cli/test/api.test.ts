@@ -2,7 +2,7 @@ import { copyFile, readFile, truncate, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TensorportError } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
-import { FORMATS, convert, inspect, main, validate } from '../src/index.ts';
+import { FORMATS, convert, inspect, main, validate, type FormatHandler } from '../src/index.ts';
 import { FIXTURES, listDir, manifest, tempDir } from './helpers.ts';
 
 const transformer = join(FIXTURES, 'transformer_shard.safetensors');
@@ -34,6 +34,31 @@ describe('convert() (programmatic)', () => {
     await expect(convert({ input: transformer, output: join(dir, 'x.safetensors'), dtype: 'f8' as 'f16' })).rejects.toBeInstanceOf(TensorportError);
     await expect(convert({ input: transformer, output: join(dir, 'x.safetensors'), maxShardSize: 1000 })).rejects.toMatchObject({ code: 'InvalidOption' });
     expect(await listDir(dir)).toEqual(['cut.safetensors']);
+  });
+});
+
+describe('convert() verifies what it wrote', () => {
+  it('removes the written files when the output fails validation', async () => {
+    const dir = await tempDir();
+    const safetensors = FORMATS[0]!;
+    // A writer whose output always fails its validator (e.g. a writer bug): convert must not leave it.
+    const broken: FormatHandler = {
+      ...safetensors,
+      name: 'broken-for-test',
+      validate: async (path) => ({ valid: false, errors: [{ code: 'InvalidOffset', message: 'planted', path, tensor: 'x', offset: 8 }], warnings: [], files: [path] }),
+    };
+    (FORMATS as FormatHandler[]).push(broken);
+    try {
+      await expect(convert({ input: transformer, output: `${dir}/`, to: 'broken-for-test', maxShardSize: 10_000 })).rejects.toMatchObject({
+        code: 'InvalidOffset',
+        tensor: 'x',
+        message: expect.stringContaining('failed validation: planted'),
+      });
+      await expect(convert({ input: transformer, output: join(dir, 'one.safetensors'), to: 'broken-for-test' })).rejects.toMatchObject({ code: 'InvalidOffset' });
+    } finally {
+      (FORMATS as FormatHandler[]).pop();
+    }
+    expect(await listDir(dir)).toEqual([]);
   });
 });
 
