@@ -6,7 +6,7 @@ import { renderInspect } from './render.ts';
 import { inspect } from './inspect.ts';
 import { ProgressBar, type ProgressStream } from './progress.ts';
 import { describeError, describeFinding } from './report.ts';
-import { formatBytes, parseSize } from './size.ts';
+import { formatBytes, isBitsUnit, parseSize } from './size.ts';
 import { validate } from './validate.ts';
 import { VERSION } from './version.ts';
 
@@ -30,6 +30,9 @@ function parseDtype(value: string): TargetDtype {
 
 function parseSizeOption(value: string): number {
   const n = parseSize(value);
+  if (n === null && isBitsUnit(value.trim().replace(/^[\d.\s]+/, ''))) {
+    throw new InvalidArgumentError(`a lowercase 'b' means bits in transformers; write ${value.trim().toUpperCase()} for bytes (or GiB/MiB for powers of 2)`);
+  }
   if (n === null || n <= 0) throw new InvalidArgumentError('expected a size such as 5GB, 5GiB, 500MB or a byte count');
   return n;
 }

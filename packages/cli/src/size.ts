@@ -1,7 +1,9 @@
 /**
  * Sizes the way Hugging Face tools write them (`transformers`' `convert_file_size_to_int`):
  * decimal units are powers of 10 (`5GB` = 5·10^9), binary units powers of 2 (`5GiB` = 5·2^30),
- * a bare number is bytes. Units are case-insensitive; a fraction is allowed (`1.5GB`).
+ * a bare number is bytes. Unit letters are case-insensitive and a fraction is allowed (`1.5GB`),
+ * except a decimal unit ending in a lowercase `b` (`5Gb`, `500mb`): transformers reads that as
+ * bits (÷ 8), which is easy to type by accident, so it is refused rather than guessed.
  */
 const UNITS: Readonly<Record<string, number>> = {
   b: 1,
@@ -19,10 +21,16 @@ const UNITS: Readonly<Record<string, number>> = {
 export function parseSize(text: string): number | null {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
   if (!m) return null;
+  if (isBitsUnit(m[2]!)) return null;
   const unit = UNITS[(m[2] || 'b').toLowerCase()];
   if (unit === undefined) return null;
   const bytes = Math.floor(Number(m[1]) * unit);
   return Number.isSafeInteger(bytes) ? bytes : null;
+}
+
+/** `Gb`, `mb`, `kb`, `b`: bits in transformers' parser. */
+export function isBitsUnit(unit: string): boolean {
+  return unit.endsWith('b') && !/ib$/i.test(unit);
 }
 
 /** `1536` → `1.5 KiB`: binary units, three significant digits, for tables and progress. */

@@ -41,6 +41,7 @@ describe('usage errors exit 2 with one line on stderr', () => {
     ['extra argument', ['validate', minimal, minimal], /^tensorport: usage: too many arguments/],
     ['bad --dtype', ['convert', minimal, 'out.safetensors', '--dtype', 'f8'], /^tensorport: usage: .*'--dtype <dtype>' argument 'f8' is invalid/],
     ['bad --max-shard-size', ['convert', minimal, 'out/', '--max-shard-size', 'lots'], /^tensorport: usage: .*'--max-shard-size <size>' argument 'lots' is invalid/],
+    ['--max-shard-size in bits', ['convert', minimal, 'out/', '--max-shard-size', '5Gb'], /^tensorport: usage: .*lowercase 'b' means bits.*write 5GB/],
     ['zero --max-shard-size', ['convert', minimal, 'out/', '--max-shard-size', '0'], /^tensorport: usage: /],
   ];
   for (const [what, args, pattern] of cases) {
