@@ -1,0 +1,54 @@
+import { TensorportError, toFinding, type ByteSource, type Finding } from '@tensorport/core';
+import { scanCheckpoint, type ScanReport } from './scan.ts';
+import type { TorchCheckpoint } from './torch/assemble.ts';
+import { openTorchCheckpoint, type OpenTorchOptions } from './torch/open.ts';
+
+export interface TorchValidationReport {
+  valid: boolean;
+  /** Why not: scan findings (disallowed globals, malformed pickles), then the reader's refusal. */
+  errors: Finding[];
+  /** The reader's warnings (dropped values, big-endian data, skipped tensors). */
+  warnings: Finding[];
+  scan: ScanReport;
+}
+
+/**
+ * Everything a `validate` command wants for a torch file, never throwing on bad input: the scan
+ * verdict, then a full read (open, and every tensor's bytes streamed once, so extents, gathers and
+ * byte swaps all run). The source is not closed.
+ */
+export async function validateTorchCheckpoint(source: ByteSource, opts: OpenTorchOptions = {}): Promise<TorchValidationReport> {
+  const scan = await scanCheckpoint(source, { path: source.name, ...(opts.zipCodec ? { zipCodec: opts.zipCodec } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
+  const errors: Finding[] = [...scan.findings];
+  let warnings: Finding[] = [];
+  if (scan.safe) {
+    let c: TorchCheckpoint | null = null;
+    try {
+      c = await openTorchCheckpoint(source, opts);
+      warnings = c.warnings;
+      for (const t of c.tensors) for await (const chunk of t.chunks()) void chunk;
+    } catch (e) {
+      if (!(e instanceof TensorportError)) throw e;
+      errors.push(toFinding(e));
+    }
+  }
+  return { valid: errors.length === 0, errors, warnings, scan };
+}
+
+/**
+ * Cheap content sniff for format detection: torch writes `<prefix>/data.pkl` as the first ZIP
+ * member (a TorchScript archive too; `openTorchCheckpoint` tells them apart), so its local header
+ * name says "torch" without reading the central directory. Legacy files start with the pickled
+ * magic number. Archives reordered by other tools are not recognised here, only by opening.
+ */
+export async function sniffTorchCheckpoint(source: ByteSource): Promise<'torch-zip' | 'torch-legacy' | null> {
+  const head = await source.read(0, Math.min(source.size, 30 + 256));
+  if (head.byteLength >= 30 && head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04) {
+    const n = head[26]! | (head[27]! << 8);
+    const name = new TextDecoder('utf-8', { fatal: false }).decode(head.subarray(30, 30 + n));
+    return /^[^/]+\/data\.pkl$/.test(name) ? 'torch-zip' : null;
+  }
+  // PROTO 2, LONG1 of 10 bytes: the legacy magic number 0x1950a86a20f9469cfc6c
+  const magic = [0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19];
+  return magic.every((b, i) => head[i] === b) ? 'torch-legacy' : null;
+}
