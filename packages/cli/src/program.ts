@@ -37,6 +37,10 @@ function parseSizeOption(value: string): number {
   return n;
 }
 
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
 /** A path relative to the working directory when it is inside it (shorter to read), else as is. */
 function shortPath(path: string): string {
   const rel = relative(process.cwd(), path);
@@ -112,11 +116,12 @@ Examples:
       } else {
         for (const e of report.errors) out(`error   ${describeFinding(e)}\n`);
         for (const w of report.warnings) out(`warning ${describeFinding(w)}\n`);
-        out(
-          report.valid
-            ? `${path}: valid (${report.warnings.length} warning${report.warnings.length === 1 ? '' : 's'})\n`
-            : `${path}: INVALID (${report.errors.length} error${report.errors.length === 1 ? '' : 's'}, ${report.warnings.length} warning${report.warnings.length === 1 ? '' : 's'})\n`,
-        );
+        const counts = [
+          ...(report.files.length > 1 ? [plural(report.files.length, 'file')] : []),
+          ...(report.valid ? [] : [plural(report.errors.length, 'error')]),
+          plural(report.warnings.length, 'warning'),
+        ].join(', ');
+        out(`${path}: ${report.valid ? 'valid' : 'INVALID'} (${counts})\n`);
       }
       if (!report.valid) exitCode = EXIT_FAILED;
     });
@@ -176,9 +181,7 @@ Examples:
           return;
         }
         for (const w of result.warnings) err(`tensorport: warning: ${describeFinding(w)}\n`);
-        out(
-          `wrote ${result.files.length} file${result.files.length === 1 ? '' : 's'} (${result.tensors} tensors, ${formatBytes(result.bytes)}), validated:\n`,
-        );
+        out(`wrote ${plural(result.files.length, 'file')} (${plural(result.tensors, 'tensor')}, ${formatBytes(result.bytes)}), validated:\n`);
         for (const f of result.files) out(`  ${shortPath(f)}\n`);
       },
     );
