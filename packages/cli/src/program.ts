@@ -194,15 +194,17 @@ Examples:
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
   } catch (e) {
+    const sub = program.commands.some((c) => c.name() === argv[0]) ? ` ${argv[0]}` : '';
+    const hint = `(see 'tensorport${sub} --help')`;
     if (e instanceof CommanderError) {
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return EXIT_OK;
       if (e.code === 'commander.help') return e.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
       const text = (usageMessage || e.message).trim().replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
-      err(`tensorport: usage: ${text} (see 'tensorport --help')\n`);
+      err(`tensorport: usage: ${text} ${hint}\n`);
       return EXIT_USAGE;
     }
     if (e instanceof TensorportError && e.code === 'InvalidOption') {
-      err(`tensorport: usage: ${e.message} (see 'tensorport --help')\n`);
+      err(`tensorport: usage: ${e.message} ${hint}\n`);
       return EXIT_USAGE;
     }
     err(`${describeError(e)}\n`);
