@@ -75,7 +75,7 @@ describe('checkpoints written by torch 2.13 and 1.13 (fixtures/torch/checkpoints
   }
 });
 
-describe('reference samples (../shared/reference/samples/torch, torch 1.13)', () => {
+describe('reference samples (fixtures/torch/reference, torch 1.13)', () => {
   const expected = JSON.parse(readFileSync(`${SAMPLES}expected.json`, 'utf8')) as Record<string, { tensors?: Record<string, Expected> }>;
   const openSample = (file: string, opts = {}) => openTorchCheckpoint(new BytesSource(readBytes(`${SAMPLES}${file}`), file), opts);
   for (const file of ['simple_state_dict.pt', 'simple_state_dict_proto4.pt', 'simple_state_dict_proto5.pt', 'module_state_dict.pt', 'shared_views.pt', 'parameters.pt', 'legacy_format.pt', 'legacy_shared.pt', 'saved_to_buffer.pth', 'many_storages.bin', 'big_endian_crafted.pt', 'tensor_with_attr.pt', 'training_checkpoint.pt', 'python_values.pt']) {

@@ -5,7 +5,7 @@ import { scanCheckpoint } from '../src/index.ts';
 import { PICKLESCAN, readBytes } from './helpers/paths.ts';
 
 /**
- * picklescan's test fixtures (MIT, ../shared/corpora/picklescan): its README names which must be
+ * picklescan's test fixtures (MIT, fixtures/torch/picklescan): its README names which must be
  * judged unsafe, which are benign, and which are malformed. Our verdict comes from interpreting the
  * pickle against the allowlist, not from its denylist, so each file is also checked for the reason.
  */

@@ -1,10 +1,11 @@
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 
-/** The repo's fixtures/torch/ and the shared reference material every developer and CI have at ../shared. */
+/** fixtures/torch/ at the repo root: everything the tests read is committed there. */
 export const FIXTURES = fileURLToPath(new URL('../../../../fixtures/torch/', import.meta.url));
-export const SHARED = fileURLToPath(new URL('../../../../../shared/', import.meta.url));
-export const SAMPLES = `${SHARED}reference/samples/torch/`;
-export const PICKLESCAN = `${SHARED}corpora/picklescan/`;
+/** The torch 1.13 samples of the format research (see fixtures/torch/README.md). */
+export const SAMPLES = `${FIXTURES}reference/`;
+/** picklescan's test corpus (MIT). */
+export const PICKLESCAN = `${FIXTURES}picklescan/`;
 
 export const readBytes = (path: string): Uint8Array => new Uint8Array(readFileSync(path));
