@@ -80,7 +80,8 @@ export function assemble(
     if (p && !(name in aliases)) tensors.push(descriptor(name, p));
   }
   const metadata = new Map<string, string>([['format', 'pt']]);
-  for (const [removed, kept] of Object.entries(aliases)) metadata.set(removed, kept);
+  // as convert.py: an alias never overwrites an entry already there (a tensor named `format`)
+  for (const [removed, kept] of Object.entries(aliases)) if (!metadata.has(removed)) metadata.set(removed, kept);
   return { format: base.format, metadata, tensors, warnings, aliases, globals: base.globals, close: base.close };
 }
 

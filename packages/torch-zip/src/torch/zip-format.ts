@@ -20,8 +20,6 @@ export interface ZipCheckpointOptions extends AssembleOptions, PickleReadOptions
 export interface TorchArchive {
   readonly zip: ZipArchive;
   readonly prefix: string;
-  /** Members ending in `.pkl`. */
-  readonly pickles: string[];
 }
 
 function invalid(source: ByteSource, message: string): TensorportError {
@@ -29,7 +27,7 @@ function invalid(source: ByteSource, message: string): TensorportError {
 }
 
 /** The archive prefix and layout checks torch's reader makes (caffe2 inline_container.cc). */
-export async function openTorchArchive(source: ByteSource, codec?: DeflateCodec): Promise<TorchArchive> {
+async function openTorchArchive(source: ByteSource, codec?: DeflateCodec): Promise<TorchArchive> {
   const zip = await openZip(source, codec ? { codec } : {});
   const first = zip.entries[0];
   if (first === undefined) throw invalid(source, 'empty archive');
@@ -39,10 +37,10 @@ export async function openTorchArchive(source: ByteSource, codec?: DeflateCodec)
   for (const e of zip.entries) {
     if (!e.name.startsWith(`${prefix}/`)) throw invalid(source, `member ${JSON.stringify(e.name)} is outside the archive directory ${JSON.stringify(prefix)}`);
   }
-  return { zip, prefix, pickles: zip.entries.filter((e) => e.name.endsWith('.pkl')).map((e) => e.name) };
+  return { zip, prefix };
 }
 
-export async function readMember(a: TorchArchive, name: string, max: number): Promise<Uint8Array> {
+async function readMember(a: TorchArchive, name: string, max: number): Promise<Uint8Array> {
   const e = a.zip.get(name)!;
   if (e.uncompressedSize > max) {
     throw new TensorportError('PickleLimitExceeded', `${name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: name });
