@@ -1,6 +1,7 @@
-import { BytesSource, TensorportError } from '@tensorport/core';
+import { BytesSource, MemorySink, TensorportError } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
-import { openTorchCheckpoint, scanCheckpoint } from '../src/index.ts';
+import { openTorchCheckpoint, scanCheckpoint, writeTorchCheckpoint } from '../src/index.ts';
+import { binunicode, global, pk } from './helpers/pickle-bytes.ts';
 import { digest } from './helpers/digest.ts';
 import { readBytes, SAMPLES } from './helpers/paths.ts';
 import { statePickle, torchZip } from './helpers/torch-zip-bytes.ts';
@@ -95,4 +96,30 @@ describe('hostile legacy checkpoints (mutations of legacy_shared.pt)', () => {
   it('refuses a pickle cut off before STOP', async () => {
     expect((await refused(good.subarray(0, 300))).code).toBe('PickleInvalid');
   });
+});
+
+describe('names and refused tensor kinds', () => {
+  const ok = { 't/version': '3\n' };
+  it('keeps tensor names like __proto__ and constructor as plain names through read and write', async () => {
+    const names = ['__proto__', 'constructor', 'toString', 'a.b'];
+    const pkl = statePickle(names.map((name, i) => ({ name, key: String(i), numel: 1, shape: [1], stride: [1] })));
+    const members: Record<string, Uint8Array | string> = { 't/data.pkl': pkl, ...ok };
+    names.forEach((_, i) => { members[`t/data/${i}`] = f32(1); });
+    const c = await openTorchCheckpoint(await torchZip(members));
+    expect(c.tensors.map((t) => t.name)).toEqual(names);
+    const sink = new MemorySink();
+    await writeTorchCheckpoint(c, sink);
+    expect((await openTorchCheckpoint(sink.bytes())).tensors.map((t) => t.name)).toEqual(names);
+    expect(Object.prototype).not.toHaveProperty('polluted');
+  });
+  for (const [fn, what] of [['_rebuild_meta_tensor_no_storage', 'meta tensor'], ['_rebuild_nested_tensor', 'nested tensor'], ['_rebuild_wrapper_subclass', 'wrapper tensor subclass']] as const) {
+    it(`refuses a ${what} by name`, async () => {
+      const pkl = pk(0x80, 2, global('collections', 'OrderedDict'), ')', 'R', binunicode('m'), global('torch._utils', fn), ')', 'R', 's', '.');
+      const e = await refused(await torchZip({ 't/data.pkl': pkl, ...ok }));
+      expect(e).toMatchObject({ code: 'TorchUnsupportedTensor', tensor: 'm' });
+      expect(e.message).toContain(what);
+      const skipped = await openTorchCheckpoint(await torchZip({ 't/data.pkl': pkl, ...ok }), { skipUnsupported: true });
+      expect(skipped.warnings.map((w) => [w.code, w.tensor])).toEqual([['TorchTensorSkipped', 'm']]);
+    });
+  }
 });
