@@ -1,3 +1,4 @@
+import { BytesSource } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
 import { openTorchCheckpoint, scanCheckpoint } from '../src/index.ts';
 import { binunicode, global, pk } from './helpers/pickle-bytes.ts';
@@ -50,5 +51,22 @@ describe('legacy stream details', () => {
     const object = pk(0x80, 2, '}', '(', binunicode('w'), tensor('7', 2, null, 2), 'u', '.');
     const r = await scanCheckpoint(legacy(object, ['7'], [{ numel: 2, data: pk(0x80, 0x63, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80) }]));
     expect(r).toMatchObject({ format: 'torch-legacy', safe: true, pickles: 5 });
+  });
+});
+
+describe('reading pickles from a stream in windows', () => {
+  it('fails at once on a length past the end of the file, and with PickleLimitExceeded past maxPickleBytes', async () => {
+    // BINBYTES8 of 2^40 bytes at the start of a 1 MiB file: no window growth can help
+    const big = new Uint8Array(1 << 20);
+    big.set([0x80, 4, 0x8e, 0, 0, 0, 0, 0, 1, 0, 0]);
+    const read: number[] = [];
+    const source = new BytesSource(big);
+    const spy = { ...source, size: source.size, name: 'big', bytesRead: 0, read: (o: number, n: number) => { read.push(n); return source.read(o, n); }, close: async () => {} };
+    await expect(scanCheckpoint(spy)).resolves.toMatchObject({ safe: false, findings: [{ code: 'PickleInvalid' }] });
+    expect(read.filter((n) => n > 6)).toEqual([65536]);
+    // a 300 KiB string in a pickle, with maxPickleBytes 100 KiB
+    const long = pk(0x80, 2, 0x58, 0, 0xb0, 0x04, 0, new Array<number>(300 * 1024).fill(0x61), '.');
+    await expect(scanCheckpoint(long, { maxPickleBytes: 100 * 1024 })).resolves.toMatchObject({ findings: [{ code: 'PickleLimitExceeded' }] });
+    await expect(scanCheckpoint(long)).resolves.toMatchObject({ safe: true, pickles: 1 });
   });
 });

@@ -24,8 +24,14 @@ export interface RunOptions {
   path?: string;
   /** Added to offsets in errors, for pickles inside a larger file. */
   baseOffset?: number;
-  /** Report running out of bytes as `truncated` instead of an error (a stream read in windows). */
-  streaming?: boolean;
+  /**
+   * The bytes are a window of a longer stream of this many bytes (from the same start): running out
+   * of the window is reported as `truncated` so the caller can read more, unless the stream itself
+   * is too short, which is an error at once (a 1 TB length costs nothing).
+   */
+  streamLength?: number;
+  /** `streamLength` is a size limit, not the end of the data: running past it is PickleLimitExceeded. */
+  streamCapped?: boolean;
 }
 
 export interface RunResult {
@@ -81,10 +87,12 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     findings.push({ code, message, offset: base + at, ...(opts.path === undefined ? {} : { path: opts.path }) });
   };
 
+  const streamEnd = Math.max(opts.streamLength ?? end, end);
   const need = (n: number): void => {
     if (n > end - pos) {
-      if (opts.streaming) throw new Truncated();
-      invalid(`truncated: ${op} needs ${n} bytes, ${end - pos} left`);
+      if (n <= streamEnd - pos) throw new Truncated();
+      if (opts.streamCapped) limit(`pickle length (${op} needs ${n} bytes at ${base + pos})`, base + streamEnd);
+      invalid(`truncated: ${op} needs ${n} bytes, ${streamEnd - pos} left`);
     }
   };
   const take = (n: number): Uint8Array => {
@@ -101,13 +109,14 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     need(8);
     const v = view.getBigUint64(pos, true);
     pos += 8;
-    // Anything beyond the input is refused by need() anyway; keep it a safe number.
-    return v > BigInt(end) ? end + 1 : Number(v);
+    // Anything beyond the stream is refused by need() anyway; keep it a safe number.
+    return v > BigInt(streamEnd) ? streamEnd + 1 : Number(v);
   };
   const line = (): Uint8Array => {
     const nl = bytes.indexOf(0x0a, pos);
     if (nl < 0) {
-      if (opts.streaming) throw new Truncated();
+      if (streamEnd > end) throw new Truncated();
+      if (opts.streamCapped) limit('pickle length', base + streamEnd);
       invalid(`truncated: ${op} argument has no newline`);
     }
     const b = bytes.subarray(pos, nl);
@@ -366,7 +375,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
  * One pickle that must fill `bytes` exactly, in load mode: what a ZIP checkpoint's data.pkl is.
  * Bytes after STOP are refused, since a scanner and a loader could disagree about them.
  */
-export function loadPickle(bytes: Uint8Array, opts: Omit<RunOptions, 'mode' | 'streaming'> = {}): { value: PyValue; globals: string[] } {
+export function loadPickle(bytes: Uint8Array, opts: Omit<RunOptions, 'mode' | 'streamLength' | 'streamCapped'> = {}): { value: PyValue; globals: string[] } {
   const r = runPickle(bytes, 0, { ...opts, mode: 'load' });
   if (r.end !== bytes.byteLength) {
     throw new TensorportError('PickleInvalid', `${opts.path === undefined ? '' : `${opts.path}: `}${bytes.byteLength - r.end} bytes after STOP`, { offset: (opts.baseOffset ?? 0) + r.end, ...(opts.path === undefined ? {} : { path: opts.path }) });
