@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BytesSource, MemorySink, type TensorDescriptor } from '@tensorport/core';
+import { fileURLToPath } from 'node:url';
+import { BytesSource, MemorySink, openSafetensors, type TensorDescriptor } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
 import { openTorchCheckpoint, TORCH_DTYPES, writeTorchCheckpoint, type TorchDtype } from '../src/index.ts';
@@ -93,4 +94,31 @@ describe.skipIf(!py)('interop with torch', () => {
       }
     });
   }
+});
+
+/** safetensors → .pt end to end, against the real `safetensors.torch.load_file` of the same file. */
+const stTorch = await requirePython(['torch', 'safetensors'], { optional: true });
+describe.skipIf(!stTorch || stTorch.versions.torch!.startsWith('1.'))('safetensors → .pt with real torch', () => {
+  it('every dtype of all_dtypes.safetensors loads with weights_only=True equal to safetensors.torch.load_file', async () => {
+    const stPath = fileURLToPath(new URL('../../../fixtures/safetensors/all_dtypes.safetensors', import.meta.url));
+    const st = await openSafetensors(new BytesSource(readFileSync(stPath), stPath));
+    const dir = mkdtempSync(join(tmpdir(), 'torch-zip-st-'));
+    const out = join(dir, 'all_dtypes.pt');
+    const sink = new MemorySink();
+    const report = await writeTorchCheckpoint(st, sink);
+    writeFileSync(out, sink.bytes());
+    const compare = `
+import sys, json, torch
+from safetensors.torch import load_file
+a = load_file(sys.argv[1]); b = torch.load(sys.argv[2], weights_only=True, mmap=True)
+raw = lambda t: t.contiguous().reshape(-1).view(torch.uint8).tolist() if t.dtype != torch.bool else t.reshape(-1).tolist()
+print(json.dumps({k: [str(b[k].dtype), a[k].dtype == b[k].dtype and list(a[k].shape) == list(b[k].shape) and raw(a[k]) == raw(b[k])] for k in a} | {"__extra__": sorted(set(b) - set(a))}))
+`;
+    const result = JSON.parse(await runPython(stTorch!.exe, compare, { args: [stPath, out] })) as Record<string, [string, boolean]> & { __extra__: string[] };
+    expect(result.__extra__).toEqual([]);
+    const names = st.tensors.map((t) => t.name);
+    expect(report.tensors).toEqual(names);
+    for (const n of names) expect(result[n], n).toEqual([expect.stringMatching(/^torch\./), true]);
+    expect(names.length).toBe(20);
+  });
 });
