@@ -72,6 +72,14 @@ describe('writeTorchCheckpoint', () => {
     expect((err as TensorportError).code).toBe('TorchUnsupportedDtype');
     expect(() => sink.bytes()).toThrow();
   });
+  it('refuses duplicate names and tensors whose bytes disagree with their byteLength, leaving no output', async () => {
+    const t = (name: string, bytes: number): TensorDescriptor => ({ name, dtype: 'U8', shape: [2], byteLength: 2, chunks: async function* () { yield new Uint8Array(bytes); } });
+    for (const [tensors, code] of [[[t('a', 2), t('a', 2)], 'DuplicateTensorName'], [[t('a', 1)], 'TensorByteLengthMismatch'], [[t('a', 3)], 'TensorByteLengthMismatch']] as const) {
+      const sink = new MemorySink();
+      await expect(writeTorchCheckpoint({ tensors, metadata: null }, sink)).rejects.toMatchObject({ code, tensor: 'a' });
+      expect(() => sink.bytes()).toThrow();
+    }
+  });
   it('chunks SETITEMS by 1000 like CPython', async () => {
     const tensors: TensorDescriptor[] = Array.from({ length: 2500 }, (_, i) => ({ name: `t${i}`, dtype: 'U8', shape: [1], byteLength: 1, chunks: async function* () { yield Uint8Array.of(i & 0xff); } }));
     const { bytes } = await roundTrip({ tensors, metadata: null });

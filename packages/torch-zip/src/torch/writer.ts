@@ -67,7 +67,11 @@ async function write(
     throw new TensorportError('InvalidMetadata', `archive name ${JSON.stringify(prefix)} must be one plain path segment`);
   }
   const planned = input.tensors.map((t, key) => plan(t, key));
-  const byName = new Map(planned.map((p) => [p.name, p]));
+  const byName = new Map<string, Planned>();
+  for (const p of planned) {
+    if (byName.has(p.name)) throw new TensorportError('DuplicateTensorName', `two tensors are named ${JSON.stringify(p.name)}`, { tensor: p.name });
+    byName.set(p.name, p);
+  }
   const aliases: Record<string, string> = Object.create(null) as Record<string, string>;
   const droppedMetadata: string[] = [];
   for (const [k, v] of input.metadata ?? []) {
@@ -90,7 +94,7 @@ async function write(
   };
   await member('data.pkl', once(statePickle(entries)));
   await member('byteorder', once(new TextEncoder().encode('little')));
-  for (const p of planned) await member(`data/${p.key}`, input.tensors[p.key]!.chunks());
+  for (const p of planned) await member(`data/${p.key}`, exactly(input.tensors[p.key]!));
   await member('version', once(new TextEncoder().encode('3\n')));
   await zip.finish();
   return { tensors: entries.map(([n]) => n), aliases, droppedMetadata };
@@ -110,6 +114,19 @@ function plan(t: TensorDescriptor, key: number): Planned {
 
 async function* once(b: Uint8Array): AsyncGenerator<Uint8Array> {
   yield b;
+}
+
+/** The tensor's chunks, which must add up to its byteLength: the pickle already declared its size. */
+async function* exactly(t: TensorDescriptor): AsyncGenerator<Uint8Array> {
+  let n = 0;
+  for await (const c of t.chunks()) {
+    n += c.byteLength;
+    if (n > t.byteLength) break;
+    yield c;
+  }
+  if (n !== t.byteLength) {
+    throw new TensorportError('TensorByteLengthMismatch', `${JSON.stringify(t.name)} streamed ${n > t.byteLength ? 'more than' : n} bytes, its byteLength is ${t.byteLength}`, { tensor: t.name });
+  }
 }
 
 /** `OrderedDict` of name → `_rebuild_tensor_v2/_v3(storage, 0, shape, C strides, False, OrderedDict())`. */
