@@ -34,6 +34,13 @@ describe('hostile ZIP checkpoints', () => {
     const e = await refused(bytes);
     expect(e.code).toBe('TorchUnsupportedTensor');
     expect(e.message).toMatch(/maxViewBytes/);
+    // a 4-element column with stride 1000 spans 12 004 bytes of its storage: the span counts too
+    const column = await torchZip({ 't/data.pkl': statePickle([{ name: 'c', key: '0', numel: 4000, shape: [4], stride: [1000] }]), 't/data/0': f32(4000), ...ok });
+    expect((await refused(column, { maxViewBytes: 12_000 })).message).toMatch(/spanning 12004 bytes/);
+    const c = await openTorchCheckpoint(column, { maxViewBytes: 12_004 });
+    const got: number[] = [];
+    for await (const ch of c.tensors[0]!.chunks()) got.push(...new Float32Array(ch.slice().buffer));
+    expect(got).toEqual([0, 1000, 2000, 3000]);
     const small = await openTorchCheckpoint(await torchZip({ 't/data.pkl': statePickle([{ name: 'w', key: '0', numel: 1, shape: [3, 2], stride: [0, 0] }]), 't/data/0': f32(1), ...ok }));
     expect(small.tensors[0]!.byteLength).toBe(24);
     expect(await digest(small.tensors[0]!)).toBe(await digest({ ...small.tensors[0]!, chunks: async function* () { yield new Uint8Array(24); } }));

@@ -56,8 +56,10 @@ export function planTensor(name: string, t: TensorRecord, storageBytes: number, 
   }
   const bytes = byteLength(info.safetensors, shape, name);
   const contiguous = numel === 0n || isContiguous(t.shape, t.stride);
-  if (!contiguous && bytes > maxViewBytes) {
-    throw new TensorportError('TorchUnsupportedTensor', `${JSON.stringify(name)} is a strided view of ${bytes} bytes; materialising it exceeds maxViewBytes (${maxViewBytes})`, { tensor: name });
+  // A gather holds the span it reads from and the tensor it builds: both are bounded.
+  const span = Number(extentEnd) - t.offset * es;
+  if (!contiguous && Math.max(bytes, span) > maxViewBytes) {
+    throw new TensorportError('TorchUnsupportedTensor', `${JSON.stringify(name)} is a strided view of ${bytes} bytes spanning ${span} bytes of its storage; materialising it exceeds maxViewBytes (${maxViewBytes})`, { tensor: name });
   }
   return {
     dtype: info.safetensors, shape, byteLength: bytes, elemSize: es, start: numel === 0n ? 0 : t.offset * es, extentEnd: Number(extentEnd),
