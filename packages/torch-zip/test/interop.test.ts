@@ -27,7 +27,7 @@ const torch1 = [...torches].find(([, v]) => v.startsWith('1.'))?.[0] ?? null;
 if (py && !torch2) console.log('interop: torch >= 2.1 checks (float8, uint16/32/64 via _rebuild_tensor_v3) skipped: no python with torch 2.x');
 if (py && !torch1) console.log('interop: torch 1.13 checks skipped: no python with torch 1.x');
 
-const DESCRIBE = `import sys, json; sys.path.insert(0, ${JSON.stringify(FIXTURES)}); from generate import describe`;
+const DESCRIBE = `import sys, json; sys.dont_write_bytecode = True; sys.path.insert(0, ${JSON.stringify(FIXTURES)}); from generate import describe`;
 
 interface Described { dtype: string; shape: number[]; sha256: string }
 
