@@ -22,7 +22,9 @@ export async function probe(path: string): Promise<Probe> {
   try {
     info = await stat(path);
   } catch (e) {
-    throw new TensorportError('IoError', `cannot read ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, { path, cause: e });
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : (code ?? (e as Error).message);
+    throw new TensorportError('IoError', `cannot read ${path || "''"}: ${why}`, { path, cause: e });
   }
   if (info.isDirectory()) {
     return { path, isDirectory: true, content: null, entries: (await readdir(path)).sort() };
