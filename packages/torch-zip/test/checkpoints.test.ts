@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { BytesSource, TensorportError } from '@tensorport/core';
+import { nodeZlibCodec } from '@tensorport/core/node';
 import { describe, expect, it } from 'vitest';
 import { openTorchCheckpoint, TORCH_DTYPES, type TorchDtype } from '../src/index.ts';
 import { digest } from './helpers/digest.ts';
@@ -123,6 +124,15 @@ describe('reference samples (fixtures/torch/reference, torch 1.13)', () => {
     ];
     for (const [f, code] of cases) await expect(probe(f), f).rejects.toMatchObject({ code });
     for (const f of ['minimal_stored.pt', 'reordered.pt', 'version_data_dir.pt', 'byteorder_big.pt']) expect((await probe(f)).tensors.length, f).toBe(1);
+  });
+  it('reads deflated members (re-zipped by another tool) given a codec, streaming storages without a range', async () => {
+    const probe = (f: string, opts = {}) => openTorchCheckpoint(new BytesSource(readBytes(`${SAMPLES}writer_probe/${f}`), f), opts);
+    await expect(probe('deflated.pt')).rejects.toMatchObject({ code: 'ZipUnsupportedMethod' });
+    const c = await probe('deflated.pt', { zipCodec: nodeZlibCodec });
+    const ref = await probe('minimal_stored.pt');
+    expect(c.tensors.map((t) => [t.name, t.shape, t.range])).toEqual([['w', [3], undefined]]);
+    expect(await digest(c.tensors[0]!, 4)).toBe(await digest(ref.tensors[0]!));
+    expect(c.warnings.map((w) => w.code)).toEqual(['TorchDeflatedStorage']);
   });
   it('refuses TorchScript archives and tar checkpoints', async () => {
     const ts = await import('node:zlib').then(() => null);

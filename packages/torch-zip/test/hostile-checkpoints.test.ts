@@ -1,4 +1,5 @@
 import { BytesSource, MemorySink, TensorportError } from '@tensorport/core';
+import { nodeZlibCodec } from '@tensorport/core/node';
 import { describe, expect, it } from 'vitest';
 import { openTorchCheckpoint, scanCheckpoint, writeTorchCheckpoint } from '../src/index.ts';
 import { binunicode, global, pk } from './helpers/pickle-bytes.ts';
@@ -129,4 +130,30 @@ describe('names and refused tensor kinds', () => {
       expect(skipped.warnings.map((w) => [w.code, w.tensor])).toEqual([['TorchTensorSkipped', 'm']]);
     });
   }
+});
+
+describe('deflated storages', () => {
+  it('stream contiguous slices, gather views and swap big-endian bytes across inflate chunk edges', async () => {
+    const values = Array.from({ length: 40_000 }, (_, i) => i);
+    const be = new Uint8Array(new Float32Array(values).buffer).slice();
+    for (let p = 0; p < be.length; p += 4) be.subarray(p, p + 4).reverse();
+    const pkl = statePickle([
+      { name: 'slice', key: '0', numel: 40_000, offset: 7, shape: [30_000], stride: [1] },
+      { name: 'column', key: '0', numel: 40_000, offset: 3, shape: [4], stride: [10_000] },
+    ]);
+    const bytes = await torchZip({ 't/data.pkl': pkl, 't/data/0': be, 't/byteorder': 'big', 't/version': '3\n' }, { codec: nodeZlibCodec, names: ['t/data/0'] });
+    const c = await openTorchCheckpoint(bytes, { zipCodec: nodeZlibCodec });
+    const read = async (i: number, chunk: number): Promise<number[]> => {
+      const parts: number[] = [];
+      for await (const ch of c.tensors[i]!.chunks(chunk)) {
+        expect(ch.byteLength).toBeLessThanOrEqual(chunk);
+        parts.push(...ch);
+      }
+      return [...new Float32Array(Uint8Array.from(parts).buffer)];
+    };
+    expect(await read(0, 4 * 1001)).toEqual(values.slice(7, 30_007));
+    expect(await read(1, 1 << 20)).toEqual([3, 10_003, 20_003, 30_003]);
+    expect(c.tensors.every((t) => t.range === undefined)).toBe(true);
+    await expect(openTorchCheckpoint(bytes)).rejects.toMatchObject({ code: 'TorchUnsupportedArchive', message: expect.stringMatching(/deflated; pass zipCodec/) });
+  });
 });

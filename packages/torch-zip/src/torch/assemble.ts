@@ -92,7 +92,7 @@ function viewIdentity(t: TensorRecord): string {
 
 function descriptor(name: string, p: { layout: TensorLayout; storage: StorageBytes }): TensorDescriptor {
   const { layout, storage } = p;
-  const plainRange = layout.contiguous && !(storage.bigEndian && layout.swapUnit > 1);
+  const plainRange = layout.contiguous && !storage.stream && !(storage.bigEndian && layout.swapUnit > 1);
   return {
     name,
     dtype: layout.dtype,

@@ -2,9 +2,15 @@ import { byteLength, readChunks, DEFAULT_CHUNK, TensorportError, type ByteSource
 import type { TensorRecord } from '../pickle/values.ts';
 import { dtypeInfo } from './dtypes.ts';
 
-/** The bytes of one storage: a window of the file, exactly the storage's size. */
+/** The bytes of one storage, exactly the storage's size. */
 export interface StorageBytes {
+  /** Random access; for a stored member or a legacy block, a window of the file itself. */
   readonly source: ByteSource;
+  /**
+   * Sequential access when random reads are costly (a deflated member is inflated from its start
+   * on every read): contiguous tensors stream through this, and get no zero-copy `range`.
+   */
+  readonly stream?: (offset: number, length: number) => AsyncIterable<Uint8Array>;
   /** Stored big-endian (ZIP `byteorder` record `big`): swapped to little-endian on read. */
   readonly bigEndian: boolean;
 }
@@ -82,7 +88,8 @@ export async function* tensorChunks(l: TensorLayout, s: StorageBytes, chunkSize 
   const swap = s.bigEndian && l.swapUnit > 1;
   if (l.contiguous) {
     const step = swap ? Math.max(l.swapUnit, chunkSize - (chunkSize % l.swapUnit)) : chunkSize;
-    for await (const c of readChunks(s.source, l.start, l.byteLength, step)) yield swap ? byteswap(new Uint8Array(c), l.swapUnit) : c; // a copy: never swap the caller's bytes
+    const chunks = s.stream ? rechunk(s.stream(l.start, l.byteLength), step) : readChunks(s.source, l.start, l.byteLength, step);
+    for await (const c of chunks) yield swap ? byteswap(new Uint8Array(c), l.swapUnit) : c; // a copy: never swap the caller's bytes
     return;
   }
   const out = gather(l, await s.source.read(l.start, l.extentEnd - l.start));
@@ -125,4 +132,24 @@ export function byteswap(b: Uint8Array, unit: number): Uint8Array {
     }
   }
   return b;
+}
+
+/** Re-cuts a stream into pieces of exactly `size` bytes (the last may be shorter): whole elements. */
+async function* rechunk(input: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
+  let buf = new Uint8Array(size);
+  let fill = 0;
+  for await (let c of input) {
+    while (c.byteLength > 0) {
+      const n = Math.min(size - fill, c.byteLength);
+      buf.set(c.subarray(0, n), fill);
+      fill += n;
+      c = c.subarray(n);
+      if (fill === size) {
+        yield buf;
+        buf = new Uint8Array(size);
+        fill = 0;
+      }
+    }
+  }
+  if (fill > 0) yield buf.subarray(0, fill);
 }

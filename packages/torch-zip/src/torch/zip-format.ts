@@ -1,8 +1,9 @@
-import { openZip, TensorportError, type ByteSource, type DeflateCodec, type SliceSource, type ZipArchive } from '@tensorport/core';
+import { checkRange, openZip, TensorportError, type ByteSource, type DeflateCodec, type ZipArchive, type ZipEntry } from '@tensorport/core';
 import { loadPickle } from '../pickle/interpreter.ts';
 import { DEFAULT_MAX_PICKLE_BYTES } from '../pickle/stream.ts';
 import { assemble, type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
 import { dtypeInfo } from './dtypes.ts';
+import type { StorageBytes } from './layout.ts';
 import type { PickleReadOptions } from './legacy-format.ts';
 import { StorageTable } from './persistent.ts';
 
@@ -77,7 +78,8 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
 
   // Every storage's declared size against its member, before any tensor is described: torch
   // itself reads past short records and allocates whatever a long declaration says.
-  const storages = new Map<string, SliceSource>();
+  const bigEndian = byteorder === 'big';
+  const storages = new Map<string, StorageBytes>();
   for (const [key, ref] of table.storages) {
     const name = `${p}/data/${key}`;
     const e = a.zip.get(name);
@@ -86,12 +88,52 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
     if (e.uncompressedSize !== want) {
       throw new TensorportError('TorchStorageMismatch', `${source.name}: storage ${key} declares ${ref.numel} × ${ref.dtype ?? 'byte'} = ${want} bytes, its member holds ${e.uncompressedSize}`, { path: name });
     }
-    if (!e.stored) throw new TensorportError('TorchUnsupportedArchive', `${source.name}: storage member ${name} is compressed; torch writes storages stored`, { path: name });
-    storages.set(key, a.zip.storedSource(e));
+    if (!e.stored && !opts.zipCodec) {
+      throw new TensorportError('TorchUnsupportedArchive', `${source.name}: storage member ${name} is deflated; pass zipCodec to read it`, { path: name });
+    }
+    storages.set(key, e.stored ? { source: a.zip.storedSource(e), bigEndian } : inflated(a.zip, e, bigEndian));
   }
-  const bigEndian = byteorder === 'big';
   const warnings = bigEndian ? [{ code: 'TorchBigEndian', message: 'storages are big-endian (byteorder record); swapped to little-endian' }] : [];
-  return assemble(r.value, (ref) => ({ source: storages.get(ref.key)!, bigEndian }), opts, {
+  if ([...storages.values()].some((s) => s.stream)) warnings.push({ code: 'TorchDeflatedStorage', message: 'storages are deflated (torch writes them stored): read by inflating, not memory-mapped' });
+  return assemble(r.value, (ref) => storages.get(ref.key)!, opts, {
     format: 'torch-zip', globals: r.globals, warnings, close: () => a.zip.close(),
   });
+}
+
+/**
+ * A deflated storage member (torch accepts them; a re-zipping tool makes them): inflated from its
+ * start for every access, never held whole. The core ZIP reader stops inflating at the declared
+ * size, so a bomb costs no more than the member claims.
+ */
+function inflated(zip: ZipArchive, e: ZipEntry, bigEndian: boolean): StorageBytes {
+  async function* stream(offset: number, length: number): AsyncGenerator<Uint8Array> {
+    let pos = 0;
+    const end = offset + length;
+    if (length === 0) return;
+    for await (const c of zip.stream(e, { verify: false })) {
+      const from = Math.max(offset, pos);
+      const to = Math.min(end, pos + c.byteLength);
+      if (from < to) yield c.subarray(from - pos, to - pos);
+      pos += c.byteLength;
+      if (pos >= end) return;
+    }
+  }
+  const source: ByteSource = {
+    size: e.uncompressedSize,
+    name: `${zip.source.name}:${e.name}`,
+    get bytesRead() { return zip.source.bytesRead; },
+    async read(offset, length) {
+      checkRange(this, offset, length);
+      const out = new Uint8Array(length);
+      let n = 0;
+      for await (const c of stream(offset, length)) {
+        out.set(c, n);
+        n += c.byteLength;
+      }
+      if (n !== length) throw new TensorportError('TorchInvalidCheckpoint', `${e.name} inflates to fewer bytes than its directory entry says`, { path: e.name });
+      return out;
+    },
+    async close() {},
+  };
+  return { source, stream, bigEndian };
 }

@@ -1,13 +1,13 @@
-import { MemorySink, ZipWriter } from '@tensorport/core';
+import { MemorySink, ZipWriter, type DeflateCodec } from '@tensorport/core';
 import { binunicode, global } from './pickle-bytes.ts';
 
 /** A torch-style ZIP (prefix `t/`) from raw members, for hostile layouts the writer never makes. */
-export async function torchZip(members: Record<string, Uint8Array | string>): Promise<Uint8Array> {
+export async function torchZip(members: Record<string, Uint8Array | string>, deflate?: { codec: DeflateCodec; names: string[] }): Promise<Uint8Array> {
   const sink = new MemorySink();
-  const zip = new ZipWriter(sink);
+  const zip = new ZipWriter(sink, deflate ? { codec: deflate.codec } : {});
   for (const [name, data] of Object.entries(members)) {
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
-    await zip.add(name, (async function* () { yield bytes; })());
+    await zip.add(name, (async function* () { yield bytes; })(), { deflate: deflate?.names.includes(name) ?? false });
   }
   await zip.finish();
   await sink.commit();
