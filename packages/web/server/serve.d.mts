@@ -1,0 +1,25 @@
+import type { Server } from 'node:http';
+
+/** The built page (`vite build` output) of @tensorport/web. */
+export declare const WEB_DIST: string;
+/** The Content-Security-Policy the page carries as a meta tag and the server sends as a header. */
+export declare const CONTENT_SECURITY_POLICY: string;
+
+export interface ServeOptions {
+  /** TCP port; 0 (default) picks a free one. */
+  port?: number;
+  /** Interface to listen on; default 127.0.0.1 (this machine only). */
+  host?: string;
+}
+
+export interface StaticServer {
+  /** e.g. `http://127.0.0.1:8080/` */
+  url: string;
+  port: number;
+  host: string;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Serves the files under `dir` (GET/HEAD, loopback Host only on a loopback interface) until `close()`. */
+export declare function serveStatic(dir: string, options?: ServeOptions): Promise<StaticServer>;

@@ -1,0 +1,184 @@
+// A small static file server for the built page (`tensorport serve`). Node only; no dependencies.
+// It serves files under one directory to loopback by default, sends the page's Content-Security-Policy
+// as a header too (a module worker takes its CSP from its own response, not from the page's meta tag),
+// and refuses anything that is not a plain GET/HEAD of a file inside that directory.
+import { createReadStream } from 'node:fs';
+import { realpath, stat } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The built page (`vite build` output) of this package. */
+export const WEB_DIST = fileURLToPath(new URL('../dist/', import.meta.url));
+
+/** Same policy as the page's meta tag: own scripts, styles and worker only; no connections at all. */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "worker-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'none'",
+  "font-src 'none'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  // Module scripts and module workers are refused unless served as JavaScript.
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.map': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+  '.wasm': 'application/wasm',
+};
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
+
+/**
+ * @typedef {object} ServeOptions
+ * @property {number} [port] TCP port; 0 (default) picks a free one.
+ * @property {string} [host] Interface to listen on; default 127.0.0.1 (this machine only).
+ */
+
+/**
+ * @typedef {object} StaticServer
+ * @property {string} url e.g. `http://127.0.0.1:8080/`
+ * @property {number} port
+ * @property {string} host
+ * @property {import('node:http').Server} server
+ * @property {() => Promise<void>} close
+ */
+
+/**
+ * Serves the files under `dir` until `close()`.
+ * @param {string} dir
+ * @param {ServeOptions} [options]
+ * @returns {Promise<StaticServer>}
+ */
+export async function serveStatic(dir, options = {}) {
+  const host = options.host ?? '127.0.0.1';
+  const root = await realpath(resolve(dir));
+  if (!(await stat(root)).isDirectory()) throw new Error(`${dir} is not a directory`);
+  let port = options.port ?? 0;
+  const server = createServer((req, res) => {
+    handle(root, host, port, req, res).catch(() => {
+      if (!res.headersSent) send(res, 500, 'internal error');
+      else res.destroy();
+    });
+  });
+  await new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(port, host, () => {
+      server.off('error', fail);
+      ok(undefined);
+    });
+  });
+  const address = server.address();
+  port = typeof address === 'object' && address ? address.port : port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/`,
+    port,
+    host,
+    server,
+    close: () =>
+      new Promise((ok, fail) => {
+        server.close((e) => (e ? fail(e) : ok(undefined)));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+/**
+ * @param {string} root
+ * @param {string} host
+ * @param {number} port
+ * @param {import('node:http').IncomingMessage} req
+ * @param {import('node:http').ServerResponse} res
+ */
+async function handle(root, host, port, req, res) {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed', { Allow: 'GET, HEAD' });
+  // On loopback, a foreign Host header means a DNS-rebinding page is asking: refuse it.
+  if (LOOPBACK.has(host) && !isLoopbackHost(req.headers.host, port)) return send(res, 421, 'misdirected request');
+  const file = await resolveFile(root, req.url ?? '/');
+  if (file === null) return send(res, 404, 'not found');
+  const info = await stat(file);
+  res.writeHead(200, {
+    ...HEADERS,
+    'Content-Type': TYPES[/** @type {keyof typeof TYPES} */ (extname(file).toLowerCase())] ?? 'application/octet-stream',
+    'Content-Length': info.size,
+  });
+  if (req.method === 'HEAD') return void res.end();
+  createReadStream(file).on('error', () => res.destroy()).pipe(res);
+}
+
+const HEADERS = {
+  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cache-Control': 'no-cache',
+};
+
+/**
+ * @param {string | undefined} value
+ * @param {number} port
+ */
+function isLoopbackHost(value, port) {
+  if (value === undefined) return false;
+  const m = /^(\[::1\]|127\.0\.0\.1|localhost)(?::(\d+))?$/i.exec(value);
+  return m !== null && (m[2] === undefined ? port === 80 : Number(m[2]) === port);
+}
+
+/**
+ * The file a URL path names inside `root` (a directory gives its index.html), or null. Symlinks
+ * are followed only when they stay inside `root`.
+ * @param {string} root
+ * @param {string} url
+ * @returns {Promise<string | null>}
+ */
+async function resolveFile(root, url) {
+  const q = url.indexOf('?');
+  let path;
+  try {
+    path = decodeURIComponent((q === -1 ? url : url.slice(0, q)).split('#')[0] ?? '');
+  } catch {
+    return null;
+  }
+  if (!path.startsWith('/') || path.includes('\0')) return null;
+  let file = join(root, path);
+  if (file !== root && !file.startsWith(root + sep)) return null;
+  try {
+    file = await realpath(file);
+    if (file !== root && !file.startsWith(root + sep)) return null;
+    let info = await stat(file);
+    if (info.isDirectory()) {
+      file = await realpath(join(file, 'index.html'));
+      if (!file.startsWith(root + sep)) return null;
+      info = await stat(file);
+    }
+    return info.isFile() ? file : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * @param {import('node:http').ServerResponse} res
+ * @param {number} status
+ * @param {string} text
+ * @param {Record<string, string>} [extra]
+ */
+function send(res, status, text, extra = {}) {
+  res.writeHead(status, { ...HEADERS, 'Content-Type': 'text/plain; charset=utf-8', ...extra });
+  res.end(`${text}\n`);
+}
