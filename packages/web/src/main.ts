@@ -44,7 +44,7 @@ function show(report: Report, started: number): void {
   clear(results);
   status.textContent = '';
   const elapsed = performance.now() - started;
-  const table = report.tensors.length > 0 ? new TensorTable(report.tensors, report.format === 'safetensors-sharded' || report.tensors.some((t) => t.file?.includes(':'))) : null;
+  const table = report.tensors.length > 0 ? new TensorTable(report.tensors) : null;
   const side = [metadata(report), totals(report)].filter((x) => x !== null);
   results.append(
     summary(report, elapsed),

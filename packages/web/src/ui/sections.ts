@@ -30,6 +30,8 @@ export function summary(report: Report, elapsedMs: number): HTMLElement {
   const bytes = report.tensors.reduce((n, t) => n + t.bytes, 0);
   const unsafe = report.pickle !== null && !report.pickle.safe;
   const verdict = report.valid ? 'valid' : unsafe ? 'unsafe' : 'invalid';
+  // A refused file (unsafe pickle, broken header) was never opened: say so rather than "0 tensors".
+  const opened = report.valid || report.tensors.length > 0;
   const verdictText = report.valid ? 'Valid' : unsafe ? 'Unsafe: do not load' : 'Invalid';
   return h(
     'section',
@@ -44,12 +46,18 @@ export function summary(report: Report, elapsedMs: number): HTMLElement {
     h(
       'dl',
       { class: 'stats' },
-      stat('Tensors', formatCount(report.tensors.length)),
-      stat('Parameters', formatCompact(params), formatCount(params)),
-      stat('Tensor bytes', formatBytes(bytes), `${formatCount(bytes)} bytes`),
-      stat('Files', formatCount(main.length)),
-      stat('Read', h('span', { id: 'read' }, `read ${formatBytes(report.bytesRead)} of ${formatBytes(report.totalBytes)}`), readDetail(report)),
-      stat('Time', h('span', { id: 'elapsed' }, formatMs(elapsedMs)), 'from choosing the files to this table'),
+      stat('Tensors', opened ? formatCount(report.tensors.length) : '—'),
+      stat('Parameters', opened ? formatCompact(params) : '—', formatCount(params)),
+      stat('Tensor bytes', opened ? formatBytes(bytes) : '—', `${formatCount(bytes)} bytes`),
+      stat(main.length === 1 ? 'File size' : 'Files', main.length === 1 ? formatBytes(main[0]!.size) : `${formatCount(main.length)} · ${formatBytes(report.totalBytes)}`),
+    ),
+    h(
+      'p',
+      { class: 'readline', title: readDetail(report) },
+      h('span', { id: 'read' }, `read ${formatBytes(report.bytesRead)} of ${formatBytes(report.totalBytes)}`),
+      ' in ',
+      h('span', { id: 'elapsed' }, formatMs(elapsedMs)),
+      ' · nothing left this tab',
     ),
   );
 }

@@ -33,7 +33,11 @@ export class TensorTable {
   private frame = 0;
   private window: [number, number] = [-1, -1];
 
-  constructor(private readonly rows: readonly TensorRow[], private readonly showFile: boolean) {
+  private readonly showFile: boolean;
+
+  constructor(private readonly rows: readonly TensorRow[]) {
+    // Name the file (shard number, archive member) only when the data lives in more than one.
+    this.showFile = new Set(rows.map((r) => r.file)).size > 1;
     this.input = h('input', { type: 'search', id: 'filter', placeholder: 'Filter by name or dtype', 'aria-label': 'Filter tensors by name or dtype', autocomplete: 'off', spellcheck: 'false' });
     this.status = h('span', { class: 'muted', id: 'table-status', role: 'status' });
     const headRow = h('div', { class: 'tr head', role: 'row' });
