@@ -33,13 +33,14 @@ describe.skipIf(!py)('ZIP reader and writer against CPython zipfile', () => {
     }
   });
 
-  it('zipfile reads what ZipWriter writes (descriptors, deflate, non-ASCII names) and testzip passes', async () => {
+  it('zipfile reads what ZipWriter writes (descriptors, deflate, non-ASCII names, FB padding) and testzip passes', async () => {
     const sink = new MemorySink();
     const zip = new ZipWriter(sink, { codec: nodeZlibCodec });
     const text = new TextEncoder().encode('hello '.repeat(1000));
     await zip.add('plain.txt', (async function* () { yield text; })());
     await zip.add('dir/ключ.bin', (async function* () { yield text.subarray(0, 10); yield text.subarray(10, 999); })(), { deflate: true });
     await zip.add('empty', (async function* () {})());
+    await zip.add('aligned.bin', (async function* () { yield text.subarray(0, 77); })(), { align: 64 });
     await zip.finish();
     await sink.commit();
     const out = await runPython(
@@ -52,6 +53,6 @@ print(json.dumps([[i.filename, len(z.read(i)), i.compress_type] for i in z.infol
 `,
       { input: sink.bytes() },
     );
-    expect(JSON.parse(out)).toEqual([['plain.txt', 6000, 0], ['dir/ключ.bin', 999, 8], ['empty', 0, 0]]);
+    expect(JSON.parse(out)).toEqual([['plain.txt', 6000, 0], ['dir/ключ.bin', 999, 8], ['empty', 0, 0], ['aligned.bin', 77, 0]]);
   });
 });

@@ -1,5 +1,4 @@
 import { TensorportError } from '../errors.ts';
-import type { ByteSource } from '../io/source.ts';
 import { FLAG_DATA_DESCRIPTOR, FLAG_ENCRYPTED, type CentralEntry } from './central-directory.ts';
 import { EXTRA_ZIP64, findExtra } from './extra-fields.ts';
 import { bytesEqual, u16, u32 } from './le.ts';
@@ -7,6 +6,9 @@ import { bytesEqual, u16, u32 } from './le.ts';
 export const SIG_LOCAL = 0x04034b50;
 export const SIG_DESCRIPTOR = 0x08074b50;
 const LOCAL_SIZE = 30;
+
+/** Positional reads of the archive (`ByteSource.read`, or a `HeaderWindow` over it). */
+export type ReadAt = (offset: number, length: number) => Promise<Uint8Array>;
 
 /** Where a member's bytes are, once its local header agrees with the directory. */
 export interface MemberExtent {
@@ -21,32 +23,33 @@ export interface MemberExtent {
  * (bit 3), the same CRC and sizes (0xFFFFFFFF sizes are compared through the local 0x0001 extra,
  * which holds both sizes as numpy and CPython write it). Everything must end before `limit`.
  */
-export async function checkLocalHeader(source: ByteSource, e: CentralEntry, limit: number): Promise<MemberExtent> {
+export async function checkLocalHeader(read: ReadAt, e: CentralEntry, limit: number): Promise<MemberExtent> {
   const at = e.localHeaderOffset;
-  const where = { offset: at, tensor: e.name };
-  const q = JSON.stringify(e.name);
+  // Built only on failure: this runs once per member, 100,000 times for a large torch checkpoint.
+  const where = () => ({ offset: at, tensor: e.name });
+  const q = () => JSON.stringify(e.name);
   if (at + LOCAL_SIZE > limit) {
-    throw new TensorportError('ZipMemberOutOfBounds', `local header of ${q} at ${at} is not before the central directory (${limit})`, where);
+    throw new TensorportError('ZipMemberOutOfBounds', `local header of ${q()} at ${at} is not before the central directory (${limit})`, where());
   }
-  const h = await source.read(at, LOCAL_SIZE);
+  const h = await read(at, LOCAL_SIZE);
   if (u32(h, 0) !== SIG_LOCAL) {
-    throw new TensorportError('ZipLocalHeaderMismatch', `no local header signature at ${at} for ${q}`, where);
+    throw new TensorportError('ZipLocalHeaderMismatch', `no local header signature at ${at} for ${q()}`, where());
   }
   const flags = u16(h, 6);
   const nameLen = u16(h, 26);
   const extraLen = u16(h, 28);
   const dataOffset = at + LOCAL_SIZE + nameLen + extraLen;
   if (dataOffset > limit) {
-    throw new TensorportError('ZipMemberOutOfBounds', `local header of ${q} runs past the central directory (${limit})`, where);
+    throw new TensorportError('ZipMemberOutOfBounds', `local header of ${q()} runs past the central directory (${limit})`, where());
   }
-  const tail = await source.read(at + LOCAL_SIZE, nameLen + extraLen);
-  const mismatch = (what: string) => new TensorportError('ZipLocalHeaderMismatch', `local header of ${q} at ${at} disagrees with the central directory: ${what}`, where);
+  const tail = await read(at + LOCAL_SIZE, nameLen + extraLen);
+  const mismatch = (what: string) => new TensorportError('ZipLocalHeaderMismatch', `local header of ${q()} at ${at} disagrees with the central directory: ${what}`, where());
   if (!bytesEqual(tail.subarray(0, nameLen), e.nameBytes)) {
     throw mismatch(`name ${JSON.stringify(new TextDecoder().decode(tail.subarray(0, nameLen)))}`);
   }
   if (u16(h, 8) !== e.method) throw mismatch(`method ${u16(h, 8)} vs ${e.method}`);
   if ((flags & FLAG_ENCRYPTED) !== (e.flags & FLAG_ENCRYPTED)) {
-    throw new TensorportError('ZipEncrypted', `local header of ${q} is flagged encrypted`, where);
+    throw new TensorportError('ZipEncrypted', `local header of ${q()} is flagged encrypted`, where());
   }
   if ((flags & FLAG_DATA_DESCRIPTOR) !== (e.flags & FLAG_DATA_DESCRIPTOR)) throw mismatch('data descriptor flag');
   if (!(flags & FLAG_DATA_DESCRIPTOR)) {
@@ -70,10 +73,10 @@ export async function checkLocalHeader(source: ByteSource, e: CentralEntry, limi
   }
   const dataEnd = dataOffset + e.compressedSize;
   if (dataEnd > limit) {
-    throw new TensorportError('ZipMemberOutOfBounds', `data of ${q} [${dataOffset}, ${dataEnd}) runs past the central directory (${limit})`, { offset: dataOffset, tensor: e.name });
+    throw new TensorportError('ZipMemberOutOfBounds', `data of ${q()} [${dataOffset}, ${dataEnd}) runs past the central directory (${limit})`, { offset: dataOffset, tensor: e.name });
   }
   if (!(flags & FLAG_DATA_DESCRIPTOR)) return { dataOffset, end: dataEnd };
-  return { dataOffset, end: dataEnd + (await checkDescriptor(source, e, dataEnd, limit)) };
+  return { dataOffset, end: dataEnd + (await checkDescriptor(read, e, dataEnd, limit)) };
 }
 
 /**
@@ -81,8 +84,8 @@ export async function checkLocalHeader(source: ByteSource, e: CentralEntry, limi
  * 4 bytes each, or 8 under ZIP64 (CPython and PyTorch write 24 bytes past 4 GiB, and PyTorch even for
  * small members there). The form that repeats the directory's values is the one; returns its length.
  */
-async function checkDescriptor(source: ByteSource, e: CentralEntry, at: number, limit: number): Promise<number> {
-  const d = await source.read(at, Math.min(24, limit - at));
+async function checkDescriptor(read: ReadAt, e: CentralEntry, at: number, limit: number): Promise<number> {
+  const d = await read(at, Math.min(24, limit - at));
   const forms: Array<[number, number]> = [[4, 8], [4, 4], [0, 8], [0, 4]];
   for (const [sig, w] of forms) {
     const len = sig + 4 + 2 * w;

@@ -4,6 +4,7 @@ import { crcOf, type DeflateCodec } from './codec.ts';
 import { METHOD_STORED, parseCentralDirectory, type CentralEntry } from './central-directory.ts';
 import { readEndRecord, type EndRecord } from './end-record.ts';
 import { inflateMember, verifyMember } from './inflate.ts';
+import { EXTRA_GUESS, HeaderWindow } from './header-window.ts';
 import { checkLocalHeader } from './local-header.ts';
 
 export interface ZipEntry extends CentralEntry {
@@ -42,16 +43,14 @@ const PREFIX_INPUT_CHUNK = 16 * 1024;
  * methods other than stored/deflate, members beyond the directory, disagreeing local headers.
  */
 export class ZipArchive {
-  private readonly byName: Map<string, ZipEntry>;
-
   private constructor(
     readonly source: ByteSource,
     readonly entries: readonly ZipEntry[],
     readonly end: EndRecord,
     private readonly codec: DeflateCodec | undefined,
-  ) {
-    this.byName = new Map(entries.map((e) => [e.name, e]));
-  }
+    /** Name → index in `entries`. */
+    private readonly byName: ReadonlyMap<string, number>,
+  ) {}
 
   static async open(source: ByteSource, options: ZipReadOptions = {}): Promise<ZipArchive> {
     const end = await readEndRecord(source);
@@ -68,20 +67,13 @@ export class ZipArchive {
     }
     const cd = end.cdSize > 0 ? await source.read(end.cdOffset, end.cdSize) : new Uint8Array(0);
     const central = parseCentralDirectory(cd, end.cdOffset, end.entryCount);
-    rejectDuplicates(central);
-    const entries: ZipEntry[] = [];
-    const spans: Array<{ start: number; end: number; name: string }> = [];
-    for (const e of central) {
-      const x = await checkLocalHeader(source, e, end.cdOffset);
-      entries.push({ ...e, dataOffset: x.dataOffset, stored: e.method === METHOD_STORED });
-      spans.push({ start: e.localHeaderOffset, end: x.end, name: e.name });
-    }
-    rejectOverlaps(spans);
-    return new ZipArchive(source, entries, end, options.codec);
+    const byName = indexNames(central);
+    return new ZipArchive(source, await checkMembers(source, central, end.cdOffset), end, options.codec, byName);
   }
 
   get(name: string): ZipEntry | undefined {
-    return this.byName.get(name);
+    const i = this.byName.get(name);
+    return i === undefined ? undefined : this.entries[i];
   }
 
   /** A stored member's bytes as a window of the archive: no copy, no CRC check. */
@@ -135,23 +127,78 @@ export function openZip(source: ByteSource, options?: ZipReadOptions): Promise<Z
   return ZipArchive.open(source, options);
 }
 
-function rejectDuplicates(entries: readonly CentralEntry[]): void {
-  const seen = new Map<string, CentralEntry>();
-  for (const e of entries) {
-    const first = seen.get(e.name);
-    if (first) {
-      throw new TensorportError('ZipDuplicateName', `member name ${JSON.stringify(e.name)} appears twice (entries ${first.index} and ${e.index})`, { offset: e.centralOffset, tensor: e.name, other: first.name });
-    }
-    seen.set(e.name, e);
+/**
+ * Every local header checked against its directory entry, in file order through a `HeaderWindow`
+ * (a few large reads instead of two or three small ones per member), then the overlap check on the
+ * exact extents. All of it before the archive is returned: no member is ever handed out unchecked.
+ */
+async function checkMembers(source: ByteSource, central: readonly CentralEntry[], limit: number): Promise<ZipEntry[]> {
+  const order = fileOrder(central);
+  const plan = order.map((i) => {
+    const e = central[i]!;
+    return { at: e.localHeaderOffset, estimate: 30 + e.nameBytes.byteLength + EXTRA_GUESS };
+  });
+  const window = new HeaderWindow(source, plan, limit);
+  const read = (offset: number, length: number) => window.read(offset, length);
+  const entries = new Array<ZipEntry>(central.length);
+  const spans: Span[] = [];
+  for (const i of order) {
+    const e = central[i]!;
+    const x = await checkLocalHeader(read, e, limit);
+    entries[i] = withExtent(e, x.dataOffset);
+    spans.push({ start: e.localHeaderOffset, end: x.end, name: e.name });
   }
+  rejectOverlaps(spans);
+  return entries;
 }
 
-/** Every member's [local header, end of data or descriptor) must be disjoint from every other. */
-function rejectOverlaps(spans: Array<{ start: number; end: number; name: string }>): void {
-  const sorted = [...spans].sort((a, b) => a.start - b.start);
-  for (let i = 1; i < sorted.length; i++) {
-    const prev = sorted[i - 1]!;
-    const cur = sorted[i]!;
+/** Indices of `central` by local header offset; directories are nearly always in file order already. */
+function fileOrder(central: readonly CentralEntry[]): number[] {
+  const order = central.map((_, i) => i);
+  for (let i = 1; i < central.length; i++) {
+    if (central[i]!.localHeaderOffset < central[i - 1]!.localHeaderOffset) {
+      return order.sort((a, b) => central[a]!.localHeaderOffset - central[b]!.localHeaderOffset);
+    }
+  }
+  return order;
+}
+
+/** Spelled out rather than spread: one object shape for every entry keeps 100,000 of them cheap. */
+function withExtent(e: CentralEntry, dataOffset: number): ZipEntry {
+  return {
+    index: e.index, name: e.name, nameBytes: e.nameBytes, flags: e.flags, method: e.method, crc32: e.crc32,
+    compressedSize: e.compressedSize, uncompressedSize: e.uncompressedSize, localHeaderOffset: e.localHeaderOffset,
+    centralOffset: e.centralOffset, dataOffset, stored: e.method === METHOD_STORED,
+  };
+}
+
+interface Span {
+  readonly start: number;
+  readonly end: number;
+  readonly name: string;
+}
+
+/** Name → index; a name seen twice is refused (CPython lets the last one win silently). */
+function indexNames(entries: readonly CentralEntry[]): Map<string, number> {
+  const seen = new Map<string, number>();
+  for (const e of entries) {
+    const first = seen.get(e.name);
+    if (first !== undefined) {
+      throw new TensorportError('ZipDuplicateName', `member name ${JSON.stringify(e.name)} appears twice (entries ${first} and ${e.index})`, { offset: e.centralOffset, tensor: e.name, other: e.name });
+    }
+    seen.set(e.name, e.index);
+  }
+  return seen;
+}
+
+/**
+ * Every member's [local header, end of data or descriptor) must be disjoint from every other;
+ * `spans` is sorted by start, so each one ending before the next one starts is enough.
+ */
+function rejectOverlaps(spans: readonly Span[]): void {
+  for (let i = 1; i < spans.length; i++) {
+    const prev = spans[i - 1]!;
+    const cur = spans[i]!;
     if (cur.start < prev.end) {
       throw new TensorportError('ZipOverlap', `member ${JSON.stringify(cur.name)} at ${cur.start} lies inside member ${JSON.stringify(prev.name)} [${prev.start}, ${prev.end})`, { offset: cur.start, tensor: cur.name, other: prev.name });
     }

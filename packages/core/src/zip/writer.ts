@@ -26,6 +26,17 @@ export interface ZipWriterOptions {
   dataDescriptors?: boolean;
 }
 
+export interface ZipMemberOptions {
+  /** Deflate the member (needs the writer's codec); stored otherwise. */
+  deflate?: boolean;
+  /**
+   * Start the member's data at a multiple of `align` bytes of the sink (counted from the sink's
+   * first byte), padded inside the local header with an "FB" (0x4246) extra field as PyTorch does
+   * (`inline_container.cc`, 64 bytes), so stored data can be memory-mapped. 1 to 32768.
+   */
+  align?: number;
+}
+
 export interface ZipMemberResult {
   readonly crc32: number;
   readonly size: number;
@@ -42,6 +53,10 @@ interface Written extends ZipMemberResult {
 /** CPython's threshold (zipfile.ZIP64_LIMIT = 2^31 - 1): past it a field moves to a ZIP64 extra. */
 const ZIP64_LIMIT = 0x7fffffff;
 const ZIP64_VERSION = 45;
+/** PyTorch's padding extra: id 'F','B' (little-endian 0x4246), then filler ('Z', as torch writes). */
+export const EXTRA_TORCH_PADDING = 0x4246;
+const PAD_FILL = 0x5a;
+const MAX_ALIGN = 0x8000;
 /** Unix, version 4.5: what CPython writes, so outputs compare byte for byte with numpy's. */
 const MADE_BY = 0x032d;
 /** 1980-01-01 00:00: numpy's members carry this fixed date, which keeps outputs deterministic. */
@@ -53,8 +68,9 @@ const EXTERNAL_ATTR = 0o600 << 16;
  * every local header has a 20-byte ZIP64 extra and 0xFFFFFFFF sizes, directory entries get ZIP64
  * extras only for fields past 2^31 - 1, and a ZIP64 end record is added once the directory offset,
  * size or entry count needs one. Sizes and CRC-32 are computed while streaming; they reach the local
- * header by patching it (a `PatchableSink`) or else through a 24-byte data descriptor.
- * Memory: one chunk plus the directory entries.
+ * header by patching it (a `PatchableSink`) or else through a 24-byte data descriptor. A member
+ * added with `align` also gets torch's "FB" padding extra in its local header only (the directory
+ * entry does not repeat it, as in torch's files). Memory: one chunk plus the directory entries.
  */
 export class ZipWriter {
   private readonly base: number;
@@ -75,8 +91,12 @@ export class ZipWriter {
     return this.sink.bytesWritten - this.base;
   }
 
-  async add(name: string, data: AsyncIterable<Uint8Array>, member: { deflate?: boolean } = {}): Promise<ZipMemberResult> {
+  async add(name: string, data: AsyncIterable<Uint8Array>, member: ZipMemberOptions = {}): Promise<ZipMemberResult> {
     if (this.finished) throw new Error('ZipWriter.add after finish');
+    const align = member.align;
+    if (align !== undefined && !(Number.isInteger(align) && align >= 1 && align <= MAX_ALIGN)) {
+      throw new RangeError(`ZipWriter.add: align must be an integer from 1 to ${MAX_ALIGN}, got ${align}`);
+    }
     if (this.names.has(name)) {
       throw new TensorportError('ZipDuplicateName', `member name ${JSON.stringify(name)} written twice`, { tensor: name });
     }
@@ -90,7 +110,8 @@ export class ZipWriter {
     const flags = (utf8 ? FLAG_UTF8 : 0) | (patch ? 0 : FLAG_DATA_DESCRIPTOR);
     const method = member.deflate ? METHOD_DEFLATED : METHOD_STORED;
     const offset = this.pos;
-    await this.sink.write(localHeader(nameBytes, flags, method, 0, 0, 0));
+    const pad = align === undefined ? null : padding(this.sink.bytesWritten + LOCAL_FIXED + nameBytes.byteLength + PAD_HEADER, align);
+    await this.sink.write(localHeader(nameBytes, flags, method, 0, 0, 0, pad));
 
     let crc = 0;
     let size = 0;
@@ -109,7 +130,7 @@ export class ZipWriter {
     }
 
     if (patch) {
-      await (this.sink as PatchableSink).writeAt(this.base + offset, localHeader(nameBytes, flags, method, crc, size, compressedSize));
+      await (this.sink as PatchableSink).writeAt(this.base + offset, localHeader(nameBytes, flags, method, crc, size, compressedSize, pad));
     } else {
       const d = new Uint8Array(24);
       put32(d, 0, SIG_DESCRIPTOR);
@@ -157,9 +178,22 @@ export class ZipWriter {
   }
 }
 
-/** CPython's `ZipInfo.FileHeader(zip64=True)`: 0xFFFFFFFF sizes, real ones in a 0x0001 extra. */
-function localHeader(name: Uint8Array, flags: number, method: number, crc: number, size: number, csize: number): Uint8Array {
-  const h = new Uint8Array(30 + name.byteLength + 20);
+/** The local header before any padding: 30 bytes, the name, the 20-byte ZIP64 extra. */
+const LOCAL_FIXED = 30 + 20;
+const PAD_HEADER = 4;
+
+/** Filler bytes that move `dataStart` (where the data would begin with an empty padding field) to a multiple of `align`. */
+function padding(dataStart: number, align: number): number {
+  return (align - (dataStart % align)) % align;
+}
+
+/**
+ * CPython's `ZipInfo.FileHeader(zip64=True)`: 0xFFFFFFFF sizes, real ones in a 0x0001 extra;
+ * then, when aligning, torch's "FB" extra of `pad` filler bytes (written even when `pad` is 0, as torch does).
+ */
+function localHeader(name: Uint8Array, flags: number, method: number, crc: number, size: number, csize: number, pad: number | null): Uint8Array {
+  const padLen = pad === null ? 0 : PAD_HEADER + pad;
+  const h = new Uint8Array(LOCAL_FIXED + name.byteLength + padLen);
   put32(h, 0, SIG_LOCAL);
   put16(h, 4, ZIP64_VERSION);
   put16(h, 6, flags);
@@ -169,13 +203,18 @@ function localHeader(name: Uint8Array, flags: number, method: number, crc: numbe
   put32(h, 18, 0xffffffff);
   put32(h, 22, 0xffffffff);
   put16(h, 26, name.byteLength);
-  put16(h, 28, 20);
+  put16(h, 28, 20 + padLen);
   h.set(name, 30);
   const x = 30 + name.byteLength;
   put16(h, x, EXTRA_ZIP64);
   put16(h, x + 2, 16);
   put64(h, x + 4, size);
   put64(h, x + 12, csize);
+  if (pad !== null) {
+    put16(h, x + 20, EXTRA_TORCH_PADDING);
+    put16(h, x + 22, pad);
+    h.fill(PAD_FILL, x + 24);
+  }
   return h;
 }
 

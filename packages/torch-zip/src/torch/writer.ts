@@ -30,9 +30,8 @@ export interface WriteTorchReport {
   droppedMetadata: string[];
 }
 
+/** torch's `kFieldAlignment` (inline_container.h): record data starts on 64-byte boundaries. */
 const ALIGN = 64;
-/** The core ZIP writer's local header: 30 bytes, the name, a 20-byte ZIP64 extra. */
-const LOCAL_HEADER_FIXED = 30 + 20;
 
 interface Planned {
   readonly name: string;
@@ -83,14 +82,9 @@ async function write(
   const entries: Array<[string, Planned]> = [...planned.map((p) => [p.name, p] as [string, Planned]), ...Object.entries(aliases).map(([a, k]) => [a, byName.get(k)!] as [string, Planned])];
 
   const zip = new ZipWriter(sink, opts.zipCodec ? { codec: opts.zipCodec } : {});
+  // Padded inside each local header ("FB" extra), as torch's own writer does: members stay back to back.
   const member = async (name: string, data: AsyncIterable<Uint8Array>): Promise<void> => {
-    const full = `${prefix}/${name}`;
-    const at = sink.bytesWritten + LOCAL_HEADER_FIXED + new TextEncoder().encode(full).byteLength;
-    // torch aligns record data to 64 bytes (inline_container.h); a gap before the local header does
-    // it here. Never before the first member: torch recognises a ZIP by `PK\x03\x04` at offset 0.
-    const pad = sink.bytesWritten === 0 ? 0 : (ALIGN - (at % ALIGN)) % ALIGN;
-    if (pad > 0) await sink.write(new Uint8Array(pad));
-    await zip.add(full, data);
+    await zip.add(`${prefix}/${name}`, data, { align: ALIGN });
   };
   await member('data.pkl', once(statePickle(entries)));
   await member('byteorder', once(new TextEncoder().encode('little')));
