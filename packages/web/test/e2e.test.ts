@@ -240,6 +240,23 @@ describe.skipIf(SKIP_BROWSER)('inspector page in headless chromium', () => {
     });
   });
 
+  test('dropping files on the page inspects them', async () => {
+    const bytes = [...readFileSync(fixture('safetensors/minimal.safetensors'))];
+    await page.evaluate(() => {
+      document.body.dataset.state = 'idle';
+    });
+    await page.evaluate((b) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([new Uint8Array(b)], 'dropped.safetensors'));
+      const target = document.getElementById('drop')!;
+      for (const type of ['dragenter', 'dragover', 'drop']) target.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    }, bytes);
+    await page.waitForSelector('body[data-state="done"]');
+    expect(await text('.file-title')).toBe('dropped.safetensors');
+    expect(await page.getAttribute('#verdict', 'data-verdict')).toBe('valid');
+    expect(await page.evaluate(() => document.body.classList.contains('dragging'))).toBe(false);
+  });
+
   test('the drop zone is a focusable button that opens the file picker', async () => {
     await page.focus('#drop');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('drop');
@@ -307,6 +324,18 @@ describe.skipIf(SKIP_BROWSER)('no network traffic after load', () => {
       }
     }, `${h.server.url}probe.json`);
     expect(outcome).toBe('refused');
+    // The worker has its own policy, from the server's header: it cannot connect either.
+    const workers = page.workers();
+    expect(workers.length).toBe(1);
+    const fromWorker = await workers[0]!.evaluate(async (url) => {
+      try {
+        await fetch(url);
+        return 'fetched';
+      } catch {
+        return 'refused';
+      }
+    }, `${h.server.url}probe.json`);
+    expect(fromWorker).toBe('refused');
     expect(before.length).toBeGreaterThan(0);
     expect(before.every((u) => u.startsWith(h.server.url))).toBe(true);
     expect(after).toEqual([]);

@@ -77,6 +77,22 @@ describe('inspectFiles (the worker logic, in Node over File objects)', () => {
     expect(missing.errors[0]).toMatchObject({ code: 'ShardMissing', path: 'model-00003-of-00004.safetensors' });
   });
 
+  test('torch checkpoints, zip and legacy: the tensors torch saved, as the manifest lists them', async () => {
+    const manifest = json('torch/checkpoints/manifest.json') as Record<string, { tensors: Record<string, { dtype: string; shape: number[] }> }>;
+    for (const file of ['legacy.pt', 'parameters.pt', 'nested.pt', 'legacy_t113.pt']) {
+      const r = await inspectFiles([await fileOf(fixture(`torch/checkpoints/${file}`))]);
+      expect(r.valid, file).toBe(true);
+      expect(r.format, file).toBe(file.startsWith('legacy') ? 'torch-legacy' : 'torch-zip');
+      expect(r.pickle?.safe, file).toBe(true);
+      const shown = new Map(r.tensors.map((t) => [t.name, t.shape]));
+      for (const [name, t] of Object.entries(manifest[file]!.tensors)) {
+        // Tied names are listed once; the others point at the kept name in metadata.
+        const alias = r.metadata?.find(([k]) => k === name)?.[1];
+        expect(shown.get(alias ?? name), `${file}: ${name}`).toEqual(t.shape);
+      }
+    }
+  });
+
   test('several checkpoints and no index: the first is shown, with a warning', async () => {
     const a = await fileOf(fixture('safetensors/minimal.safetensors'));
     const b = await fileOf(fixture('safetensors/dtype_F32.safetensors'));
