@@ -117,8 +117,16 @@ export function metadata(report: Report): HTMLElement | null {
   if (!report.metadata) return null;
   if (report.metadata.length === 0) return card('Metadata', 'metadata-card', h('p', { class: 'muted' }, 'Empty __metadata__.'));
   const dl = h('dl', { class: 'kv', id: 'metadata' });
-  for (const [k, v] of report.metadata) dl.append(h('dt', {}, k), h('dd', {}, v));
+  for (const [k, v] of report.metadata) dl.append(h('dt', {}, k), h('dd', {}, longText(v)));
   return card('Metadata', 'metadata-card', dl);
+}
+
+/** Metadata values can be megabytes (a whole config as JSON): show the start, the rest on request. */
+const SHORT = 240;
+
+function longText(v: string): Node | string {
+  if (v.length <= SHORT) return v;
+  return h('details', {}, h('summary', {}, `${v.slice(0, SHORT)}… (${formatCount(v.length)} characters)`), h('pre', { class: 'full' }, v));
 }
 
 export function totals(report: Report): HTMLElement | null {
