@@ -272,6 +272,16 @@ describe.skipIf(SKIP_BROWSER)('inspector page in headless chromium', () => {
   });
 });
 
+/** Runs in the page or the worker: does a same-origin fetch get through? */
+const TRY_FETCH = async (url: string): Promise<string> => {
+  try {
+    await fetch(url);
+    return 'fetched';
+  } catch {
+    return 'refused';
+  }
+};
+
 describe.skipIf(SKIP_BROWSER)('no network traffic after load', () => {
   let h: PageHarness;
   beforeAll(async () => {
@@ -315,26 +325,12 @@ describe.skipIf(SKIP_BROWSER)('no network traffic after load', () => {
       await page.waitForSelector('body[data-state="done"]');
     }
     // The page itself is not allowed to connect anywhere: fetch fails before any request exists.
-    const outcome = await page.evaluate(async (url) => {
-      try {
-        await fetch(url);
-        return 'fetched';
-      } catch {
-        return 'refused';
-      }
-    }, `${h.server.url}probe.json`);
+    const outcome = await page.evaluate(TRY_FETCH, `${h.server.url}probe.json`);
     expect(outcome).toBe('refused');
     // The worker has its own policy, from the server's header: it cannot connect either.
     const workers = page.workers();
     expect(workers.length).toBe(1);
-    const fromWorker = await workers[0]!.evaluate(async (url) => {
-      try {
-        await fetch(url);
-        return 'fetched';
-      } catch {
-        return 'refused';
-      }
-    }, `${h.server.url}probe.json`);
+    const fromWorker = await workers[0]!.evaluate(TRY_FETCH, `${h.server.url}probe.json`);
     expect(fromWorker).toBe('refused');
     expect(before.length).toBeGreaterThan(0);
     expect(before.every((u) => u.startsWith(h.server.url))).toBe(true);
