@@ -7,8 +7,12 @@ export interface HeaderPlan {
   readonly estimate: number;
 }
 
-/** Bytes of member data worth reading through rather than paying for one more read (a few µs of copying vs ~50 µs per pread). */
-export const MAX_GAP = 64 * 1024;
+/**
+ * Member data read through to reach the next header rather than paying for one more read (a pread
+ * costs ~25 µs, about as much as copying 64 KiB from the page cache; kept lower so that the bytes an
+ * open reads stay small: docs/formats/zip.md has the measurements).
+ */
+export const MAX_GAP = 16 * 1024;
 /** One window's size; bounds the memory used to open an archive. */
 export const MAX_WINDOW = 1024 * 1024;
 /** Local extra bytes guessed beyond the name: torch pads with up to 63 + 4 bytes, CPython adds a 20-byte ZIP64 extra. */

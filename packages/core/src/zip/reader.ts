@@ -36,8 +36,8 @@ const PREFIX_INPUT_CHUNK = 16 * 1024;
 
 /**
  * A ZIP archive read from the tail, random access: the end records, then the central directory in
- * one read, then each local header (checked against its directory entry). Nothing else is read
- * until a member is streamed.
+ * one read, then every local header (checked against its directory entry) through coalesced
+ * windows. Nothing else is read until a member is streamed.
  *
  * Refused at open: overlapping members (quoted-overlap bombs), duplicate names, encryption,
  * methods other than stored/deflate, members beyond the directory, disagreeing local headers.
