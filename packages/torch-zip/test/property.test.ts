@@ -35,6 +35,15 @@ describe('property: hostile bytes only ever produce typed errors', () => {
   it('seed pickles parse as expected before mutation', () => {
     expect(runPickle(seeds[0]!, 0, { mode: 'load', persistentLoad: new StorageTable('legacy').load }).value).toMatchObject({ kind: 'dict' });
   });
+  it('a persistent id whose storage key is a huge integer is a typed error (found by seed 1888771308)', () => {
+    // ('storage', torch.FloatStorage, 2**70, 'cpu', 1) as BINPERSID: the key is a Python int, not a str.
+    const head = [0x80, 0x02, 0x58, 7, 0, 0, 0, ...Buffer.from('storage'), 0x63, ...Buffer.from('torch\nFloatStorage\n')];
+    const key = [0x8a, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0x40];
+    const rest = [0x58, 3, 0, 0, 0, ...Buffer.from('cpu'), 0x4b, 1, 0x74, 0x51, 0x2e];
+    const bytes = Uint8Array.from([0x80, 0x02, 0x28, ...head.slice(2), ...key, ...rest]);
+    expect(() => runPickle(bytes, 0, { mode: 'load', persistentLoad: new StorageTable('zip').load })).toThrow(TensorportError);
+    expect(() => runPickle(bytes, 0, { mode: 'load', persistentLoad: new StorageTable('zip').load })).toThrow(/storage key must be decimal digits, got int/);
+  });
   it('mutated pickles', () => {
     fc.assert(fc.property(mutation, ({ seed, edits, cut }) => {
       const b = [...seeds[seed]!];

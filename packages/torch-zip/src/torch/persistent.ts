@@ -31,7 +31,7 @@ export class StorageTable {
     if (typeof type !== 'object' || type === null || type.kind !== 'global' || type.entry?.kind !== 'storage') {
       return fail(`storage type must be a torch storage class, got ${typeName(type ?? null)}`);
     }
-    if (typeof key !== 'string' || !/^[0-9]{1,20}$/.test(key)) return fail(`storage key must be decimal digits, got ${typeName(key ?? null)} ${JSON.stringify(key ?? null)}`);
+    if (typeof key !== 'string' || !/^[0-9]{1,20}$/.test(key)) return fail(`storage key must be decimal digits, got ${typeof key === 'string' ? JSON.stringify(key.slice(0, 40)) : typeName(key ?? null)}`);
     if (typeof location !== 'string') return fail(`storage location must be a str, got ${typeName(location ?? null)}`);
     if (typeof numel !== 'number' || !Number.isSafeInteger(numel) || numel < 0) return fail(`storage size must be a non-negative integer, got ${typeName(numel ?? null)}`);
     const ref: StorageRef = { kind: 'storage', key, dtype: type.entry.dtype, location, numel, view: viewOf(view, numel, fail) };
