@@ -6,6 +6,7 @@ import { renderInspect } from './render.ts';
 import { inspect } from './inspect.ts';
 import { ProgressBar, type ProgressStream } from './progress.ts';
 import { describeError, describeFinding } from './report.ts';
+import { startServer, untilInterrupted } from './serve.ts';
 import { formatBytes, isBitsUnit, parseSize } from './size.ts';
 import { validate } from './validate.ts';
 import { VERSION } from './version.ts';
@@ -34,6 +35,12 @@ function parseSizeOption(value: string): number {
     throw new InvalidArgumentError(`a lowercase 'b' means bits in transformers; write ${value.trim().toUpperCase()} for bytes (or GiB/MiB for powers of 2)`);
   }
   if (n === null || n <= 0) throw new InvalidArgumentError('expected a size such as 5GB, 5GiB, 500MB or a byte count');
+  return n;
+}
+
+function parsePort(value: string): number {
+  const n = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 0 && n <= 65535)) throw new InvalidArgumentError('expected a port number from 0 to 65535');
   return n;
 }
 
@@ -74,6 +81,7 @@ Examples:
   $ tensorport validate ./llama-shards/ --json
   $ tensorport convert model.safetensors model-f16.safetensors --dtype f16
   $ tensorport convert model.safetensors out/ --max-shard-size 2GB
+  $ tensorport serve                      # the in-browser inspector on http://127.0.0.1:<port>/
 
 Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.`,
     );
@@ -185,6 +193,28 @@ Examples:
         for (const f of result.files) out(`  ${shortPath(f)}\n`);
       },
     );
+
+  program
+    .command('serve')
+    .description('Serve the in-browser inspector on this machine: files are read in the browser and never uploaded')
+    .addOption(new Option('--port <port>', 'TCP port (0 picks a free one)').argParser(parsePort).default(0))
+    .option('--host <host>', 'interface to listen on; anything but loopback exposes the page to the network', '127.0.0.1')
+    .addHelpText(
+      'after',
+      `
+Runs until Ctrl-C. The page (packages/web) reads checkpoint headers locally in a worker; the server
+only serves the page's own files.
+
+Examples:
+  $ tensorport serve
+  $ tensorport serve --port 8080`,
+    )
+    .action(async (opts: { port: number; host: string }) => {
+      const server = await startServer(opts);
+      out(`tensorport: serving the inspector at ${server.url} (Ctrl-C stops)\n`);
+      await untilInterrupted();
+      await server.close();
+    });
 
   try {
     if (argv.length === 0) {

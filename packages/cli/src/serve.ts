@@ -1,0 +1,40 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { TensorportError } from '@tensorport/core';
+
+export interface ServeOptions {
+  port: number;
+  host: string;
+}
+
+/**
+ * Serves the in-browser inspector (packages/web's built page, through its own static server) and
+ * returns its URL and a `close`. Loaded only by `tensorport serve`, so other commands never load it.
+ */
+export async function startServer(options: ServeOptions): Promise<{ url: string; close(): Promise<void> }> {
+  const { serveStatic, WEB_DIST } = await import('@tensorport/web/server');
+  const built = await stat(join(WEB_DIST, 'index.html')).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+  if (!built) throw new TensorportError('IoError', `the inspector page is not built (${WEB_DIST} has no index.html); run npm run build`, { path: WEB_DIST });
+  try {
+    return await serveStatic(WEB_DIST, options);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new TensorportError('IoError', `cannot listen on ${options.host}:${options.port}: ${code ?? (e as Error).message}`, { cause: e });
+  }
+}
+
+/** Resolves on the first SIGINT or SIGTERM (Ctrl-C), after which the server is closed. */
+export function untilInterrupted(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
