@@ -1,6 +1,9 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { isAbsolute, relative } from 'node:path';
 import { TensorportError } from '@tensorport/core';
+import { registerDequantize } from './commands/dequantize.ts';
+import { registerQuantize } from './commands/quantize.ts';
+import { registerRepack } from './commands/repack.ts';
 import { convert, type ConvertResult, type TargetDtype } from './convert.ts';
 import { renderInspect } from './render.ts';
 import { inspect } from './inspect.ts';
@@ -215,6 +218,10 @@ Examples:
       await untilInterrupted();
       await server.close();
     });
+
+  registerQuantize(program, io);
+  registerDequantize(program, io);
+  registerRepack(program, io);
 
   try {
     if (argv.length === 0) {

@@ -1,0 +1,47 @@
+import { Option, type Command } from 'commander';
+import { dequantize } from '../mlx/run.ts';
+import { parseBits, parseFloatDtype, parseGroupSize, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
+
+export function registerDequantize(program: Command, io: CommandIO): void {
+  program
+    .command('dequantize')
+    .description('Turn every MLX-quantized layer (affine, mxfp4, mxfp8, nvfp4) back into a float weight, then validate the output')
+    .argument('<input>', 'an MLX model directory, a safetensors file (its config.json is read when beside it) or an MLX .npz')
+    .argument('<output>', "a .safetensors file, or a directory (existing, or ending with '/') that receives a model directory")
+    .addOption(new Option('--dtype <dtype>', "output dtype: f16, bf16 or f32 (default: the scales' dtype; bf16 for the fp modes)").argParser(parseFloatDtype))
+    .addOption(new Option('--bits <n>', 'bits, for files whose shapes fit several settings and that carry no config.json').argParser(parseBits))
+    .addOption(new Option('--group-size <n>', 'group size, likewise').argParser(parseGroupSize))
+    .option('--mode <mode>', 'affine, mxfp4, mxfp8 or nvfp4, likewise')
+    .option('--force', 'replace existing output files')
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      `
+Bits, group size and mode come from config.json ("quantization"), else __metadata__, else the
+shapes when only one MLX setting fits them. The layers' own biases (X.bias) and all other tensors
+are copied unchanged; config.json loses its quantization sections.
+
+Examples:
+  $ tensorport dequantize ./Llama-3.2-1B-4bit/ ./Llama-3.2-1B-bf16/
+  $ tensorport dequantize q.safetensors f32.safetensors --dtype f32 --bits 4 --group-size 64`,
+    )
+    .action(async (input: string, output: string, opts: { dtype?: 'F16' | 'BF16' | 'F32'; bits?: number; groupSize?: number; mode?: string; force?: boolean; json?: boolean }) => {
+      const bar = progress(io, opts.json, 'dequantizing');
+      const r = await dequantize({
+        input,
+        output,
+        force: opts.force === true,
+        ...(opts.dtype ? { dtype: opts.dtype } : {}),
+        ...(opts.bits === undefined ? {} : { bits: opts.bits }),
+        ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }),
+        ...(opts.mode === undefined ? {} : { mode: opts.mode }),
+        ...(bar.onProgress ? { onProgress: bar.onProgress } : {}),
+      }).finally(bar.finish);
+      if (opts.json) {
+        io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+        return;
+      }
+      io.stdout.write(`dequantized ${summarizeLayers(r) || 'no layer'}\n`);
+      printWritten(io, r);
+    });
+}

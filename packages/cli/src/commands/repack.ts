@@ -1,0 +1,43 @@
+import { Option, type Command } from 'commander';
+import { repack } from '../mlx/run.ts';
+import { table } from '../render.ts';
+import { parseBits, parseGroupSize, parseRounding, printWritten, progress, type CommandIO } from './mlx-common.ts';
+
+export function registerRepack(program: Command, io: CommandIO): void {
+  program
+    .command('repack')
+    .description('Change the bits and group size of an MLX affine-quantized checkpoint; reports the error of every lossy layer')
+    .argument('<input>', 'an MLX model directory, a safetensors file (its config.json is read when beside it) or an MLX .npz')
+    .argument('<output>', "a .safetensors file, or a directory (existing, or ending with '/') that receives a model directory")
+    .addOption(new Option('--bits <n>', 'new bits: 2, 3, 4, 5, 6 or 8').argParser(parseBits).makeOptionMandatory())
+    .addOption(new Option('--group-size <n>', 'new group size: 32, 64 or 128').argParser(parseGroupSize).makeOptionMandatory())
+    .addOption(new Option('--rounding <kernel>', 'rounding of re-quantized layers: gpu or cpu').argParser(parseRounding).default('gpu'))
+    .option('--force', 'replace existing output files')
+    .option('--json', 'print the result and the per-layer report as JSON')
+    .addHelpText(
+      'after',
+      `
+Lossless (codes re-packed, scales repeated) when the new bits are >= the old and the old group
+size is a multiple of the new one; otherwise each layer is dequantized and quantized again, and the
+largest |new - original| of its dequantized weights is printed.
+
+Examples:
+  $ tensorport repack ./model-4bit/ ./model-8bit-g32/ --bits 8 --group-size 32    # lossless
+  $ tensorport repack ./model-8bit/ ./model-4bit/ --bits 4 --group-size 64        # lossy, error reported`,
+    )
+    .action(async (input: string, output: string, opts: { bits: number; groupSize: number; rounding: 'gpu' | 'cpu'; force?: boolean; json?: boolean }) => {
+      const bar = progress(io, opts.json, 'repacking');
+      const r = await repack({ input, output, bits: opts.bits, groupSize: opts.groupSize, rounding: opts.rounding, force: opts.force === true, ...(bar.onProgress ? { onProgress: bar.onProgress } : {}) }).finally(bar.finish);
+      if (opts.json) {
+        io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+        return;
+      }
+      const lossy = r.report.filter((l) => !l.lossless);
+      io.stdout.write(`repacked ${r.report.length} layer${r.report.length === 1 ? '' : 's'} to ${opts.bits} bits/group ${opts.groupSize}: ${r.report.length - lossy.length} lossless, ${lossy.length} re-quantized\n`);
+      if (lossy.length > 0) {
+        const rows = lossy.map((l) => [l.layer, `${l.from.bits}/${l.from.groupSize}`, `${l.to.bits}/${l.to.groupSize}`, l.maxAbsError.toPrecision(4)]);
+        io.stdout.write(`${table([['layer', 'from', 'to', 'max abs error'], ...rows], new Set([3]))}\n`);
+      }
+      printWritten(io, r);
+    });
+}
