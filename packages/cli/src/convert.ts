@@ -1,7 +1,7 @@
 import { rm, rmdir, stat } from 'node:fs/promises';
-import { resolve, sep } from 'node:path';
+import { extname, resolve, sep } from 'node:path';
 import { TensorportError, castTensors, isCastable, type CastTarget, type ErrorCode, type Finding, type TensorDescriptor } from '@tensorport/core';
-import { formatByName, type FormatHandler } from './formats/registry.ts';
+import { formatByName, type FormatHandler, type OpenOptions } from './formats/registry.ts';
 import { detectInput } from './probe.ts';
 
 export type TargetDtype = CastTarget;
@@ -17,8 +17,12 @@ export interface ConvertOptions {
   maxShardSize?: number;
   /** Replace existing outputs (never the input). */
   force?: boolean;
-  /** Output format; only `safetensors` so far. */
+  /** Output format (safetensors, npz, npy, torch); default from the output's extension, else safetensors. */
   to?: string;
+  /** npz output: deflate members (np.savez_compressed). */
+  compress?: boolean;
+  /** Reader options: `void1` (npz/npy), `select` and `keepAliases` (torch), `name` (npy). */
+  read?: OpenOptions;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -61,12 +65,12 @@ export async function convert(options: ConvertOptions): Promise<ConvertResult> {
       throw new TensorportError('InvalidOption', `a max shard size needs a directory output: end '${options.output}' with '/' to shard into it`, { path: options.output });
     }
   }
-  const to = options.to ?? 'safetensors';
+  const to = options.to ?? formatForOutput(options.output);
   const writer = formatByName(to);
   if (!writer?.write) throw new TensorportError('UnsupportedFormat', `tensorport cannot write ${to} yet`);
 
   const { format: reader, warnings } = await detectInput(options.input);
-  const checkpoint = await reader.open(options.input);
+  const checkpoint = await reader.open(options.input, options.read);
   let written: string[] = [];
   try {
     const tensors = dtype === undefined ? [...checkpoint.tensors] : castTensors(checkpoint.tensors, dtype);
@@ -74,6 +78,7 @@ export async function convert(options: ConvertOptions): Promise<ConvertResult> {
     if (dtype !== undefined) warnings.push(...keptDtypes(checkpoint.tensors, dtype));
     const result = await writer.write(tensors, checkpoint.metadata, options.output, {
       force: options.force === true,
+      ...(options.compress ? { compress: true } : {}),
       inputs: inputFiles(options.input, checkpoint.tensors),
       ...(options.maxShardSize === undefined ? {} : { maxShardSize: options.maxShardSize }),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
@@ -90,6 +95,14 @@ export async function convert(options: ConvertOptions): Promise<ConvertResult> {
   } finally {
     await checkpoint.close();
   }
+}
+
+/** The output format an extension names; anything else (a directory, .safetensors, no extension) is safetensors. */
+function formatForOutput(output: string): string {
+  const ext = extname(output).toLowerCase();
+  if (ext === '.npz' || ext === '.npy') return ext.slice(1);
+  if (['.pt', '.pth', '.bin', '.ckpt'].includes(ext)) return 'torch';
+  return 'safetensors';
 }
 
 /** One warning naming the dtypes a cast leaves alone (integers, BOOL, quantized F8/F6/F4, C64). */

@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { elementCount, type Finding } from '@tensorport/core';
+import type { OpenOptions } from './formats/registry.ts';
 import { detectInput } from './probe.ts';
 
 export interface InspectTensor {
@@ -31,9 +32,9 @@ export interface InspectReport {
 }
 
 /** Reads a checkpoint's layout (headers only, no tensor data) into the `inspect --json` shape. */
-export async function inspect(path: string): Promise<InspectReport> {
+export async function inspect(path: string, options?: OpenOptions): Promise<InspectReport> {
   const { format, warnings } = await detectInput(path);
-  const checkpoint = await format.open(path);
+  const checkpoint = await format.open(path, options);
   try {
     const files = new Map<string, number>();
     const tensors: InspectTensor[] = checkpoint.tensors.map((t) => {

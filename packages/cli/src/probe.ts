@@ -1,7 +1,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { TensorportError, detectSource, type Finding } from '@tensorport/core';
-import { FileSource } from '@tensorport/core/node';
+import { TensorportError, detectSource, openZip, type Finding } from '@tensorport/core';
+import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
+import { sniffTorchCheckpoint } from '@tensorport/torch-zip';
 import { FORMATS, detectFormat, type FormatHandler, type Probe } from './formats/registry.ts';
 
 /** What a file's leading bytes say, in words, for "not supported" messages. */
@@ -31,9 +32,23 @@ export async function probe(path: string): Promise<Probe> {
   }
   const source = await FileSource.open(path);
   try {
-    return { path, isDirectory: false, content: await detectSource(source), entries: [] };
+    const content = await detectSource(source);
+    if (content !== 'zip' && content !== 'pickle') return { path, isDirectory: false, content, entries: [] };
+    const torch = await sniffTorchCheckpoint(source);
+    const zipMembers = content === 'zip' && torch === null ? await memberNames(source) : null;
+    return { path, isDirectory: false, content, entries: [], torch, zipMembers };
   } finally {
     await source.close();
+  }
+}
+
+/** A ZIP's member names (central directory only), or null when it cannot be read as a ZIP. */
+async function memberNames(source: FileSource): Promise<string[] | null> {
+  try {
+    return (await openZip(source, { codec: nodeZlibCodec })).entries.map((e) => e.name);
+  } catch (e) {
+    if (e instanceof TensorportError) return null;
+    throw e;
   }
 }
 
@@ -52,11 +67,11 @@ export async function detectInput(path: string): Promise<Detected> {
   const format = detectFormat(p) ?? (p.content === 'unknown' ? FORMATS.find((f) => f.extensions.includes(ext)) : undefined);
   if (!format) {
     if (p.isDirectory) {
-      throw new TensorportError('UnknownFormat', `${path} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json or one *.safetensors file)`, { path });
+      throw new TensorportError('UnknownFormat', `${path} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json, one *.safetensors file, pytorch_model.bin.index.json or pytorch_model.bin)`, { path });
     }
     const what = CONTENT_NAMES[p.content ?? 'unknown'] ?? p.content;
     const code = p.content === 'unknown' || p.content === null ? 'UnknownFormat' : 'UnsupportedFormat';
-    throw new TensorportError(code, `${path} holds ${what}; tensorport reads safetensors so far`, { path });
+    throw new TensorportError(code, `${path} holds ${what}; tensorport reads safetensors, npz, npy and torch checkpoints`, { path });
   }
   const warnings: Finding[] = [];
   if (!p.isDirectory && !format.extensions.includes(ext)) {

@@ -5,10 +5,12 @@ import { registerDequantize } from './commands/dequantize.ts';
 import { registerQuantize } from './commands/quantize.ts';
 import { registerRepack } from './commands/repack.ts';
 import { convert, type ConvertResult, type TargetDtype } from './convert.ts';
+import type { OpenOptions } from './formats/registry.ts';
 import { renderInspect } from './render.ts';
 import { inspect } from './inspect.ts';
 import { ProgressBar, type ProgressStream } from './progress.ts';
 import { describeError, describeFinding } from './report.ts';
+import { registerScan } from './scan.ts';
 import { startServer, untilInterrupted } from './serve.ts';
 import { formatBytes, isBitsUnit, parseSize } from './size.ts';
 import { validate } from './validate.ts';
@@ -57,6 +59,23 @@ function shortPath(path: string): string {
   return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
 }
 
+interface ReadFlags {
+  void1?: string;
+  select?: string;
+  keepAliases?: boolean;
+  name?: string;
+}
+
+/** The reader options given on the command line (npz/npy/torch inputs). */
+function readOptions(opts: ReadFlags): OpenOptions {
+  return {
+    ...(opts.void1 === undefined ? {} : { void1: opts.void1 }),
+    ...(opts.select === undefined ? {} : { select: opts.select }),
+    ...(opts.keepAliases ? { keepAliases: true } : {}),
+    ...(opts.name === undefined ? {} : { name: opts.name }),
+  };
+}
+
 /** Runs the `tensorport` command line; resolves to the exit code and never calls process.exit. */
 export async function main(argv: readonly string[], io: CliIO): Promise<number> {
   let exitCode = EXIT_OK;
@@ -94,6 +113,8 @@ Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.`,
     .description('List format, metadata and every tensor (dtype, shape, bytes, offsets) with parameter totals')
     .argument('<path>', 'a safetensors file, or a checkpoint directory (model.safetensors.index.json + shards, or model.safetensors)')
     .option('--json', 'print one JSON object instead of a table')
+    .option('--void1 <dtype>', 'npz/npy: the one-byte dtype of <V1 arrays (ml_dtypes float8, e.g. F8_E4M3)')
+    .option('--select <path>', 'torch: dotted path of the subtree holding the tensors (state_dict, model)')
     .addHelpText(
       'after',
       `
@@ -101,8 +122,8 @@ Examples:
   $ tensorport inspect model.safetensors
   $ tensorport inspect ./checkpoint-dir/ --json | jq '.totals'`,
     )
-    .action(async (path: string, opts: { json?: boolean }) => {
-      const report = await inspect(path);
+    .action(async (path: string, opts: { json?: boolean; void1?: string; select?: string }) => {
+      const report = await inspect(path, readOptions(opts));
       out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderInspect(report));
     });
 
@@ -111,6 +132,8 @@ Examples:
     .description('Check a checkpoint against the safetensors rules; report every finding with its location')
     .argument('<path>', 'a safetensors file, or a checkpoint directory (model.safetensors.index.json + shards, or model.safetensors)')
     .option('--json', 'print {valid, errors, warnings} as JSON')
+    .option('--void1 <dtype>', 'npz/npy: the one-byte dtype of <V1 arrays (ml_dtypes float8, e.g. F8_E4M3)')
+    .option('--select <path>', 'torch: dotted path of the subtree holding the tensors (state_dict, model)')
     .addHelpText(
       'after',
       `
@@ -120,8 +143,8 @@ Examples:
   $ tensorport validate downloaded.safetensors
   $ tensorport validate ./checkpoint-dir/ --json`,
     )
-    .action(async (path: string, opts: { json?: boolean }) => {
-      const report = await validate(path);
+    .action(async (path: string, opts: { json?: boolean; void1?: string; select?: string }) => {
+      const report = await validate(path, readOptions(opts));
       if (opts.json) {
         out(`${JSON.stringify(report, null, 2)}\n`);
       } else {
@@ -150,6 +173,11 @@ Examples:
     )
     .option('--force', 'replace an existing output')
     .option('--json', 'print the result as JSON (files, tensors, bytes, warnings)')
+    .option('--compress', 'npz output: deflate members (np.savez_compressed); stored by default')
+    .option('--void1 <dtype>', 'npz/npy input: the one-byte dtype of <V1 arrays (ml_dtypes float8, e.g. F8_E4M3)')
+    .option('--name <name>', 'npy input: the tensor name (default: the file stem)')
+    .option('--select <path>', 'torch input: dotted path of the subtree holding the tensors (state_dict, model)')
+    .option('--keep-aliases', 'torch input: write tied weights under every name (default: once, others in metadata)')
     .addHelpText(
       'after',
       `
@@ -170,7 +198,7 @@ Examples:
       async (
         input: string,
         output: string,
-        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean },
+        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean; compress?: boolean } & ReadFlags,
         command: Command,
       ) => {
         const bar = opts.json ? null : { current: null as ProgressBar | null };
@@ -181,6 +209,8 @@ Examples:
           // Only an explicit --max-shard-size makes a sharded write into a file path an error.
           ...(command.getOptionValueSource('maxShardSize') === 'default' ? {} : { maxShardSize: opts.maxShardSize }),
           force: opts.force === true,
+          ...(opts.compress ? { compress: true } : {}),
+          read: readOptions(opts),
           onProgress: (done, total) => {
             if (!bar) return;
             bar.current ??= new ProgressBar(io.stderr, total, 'converting');
@@ -218,6 +248,8 @@ Examples:
       await untilInterrupted();
       await server.close();
     });
+
+  registerScan(program, { out, fail: () => (exitCode = EXIT_FAILED) });
 
   registerQuantize(program, io);
   registerDequantize(program, io);

@@ -1,4 +1,5 @@
 import { TensorportError, toFinding, type Finding } from '@tensorport/core';
+import type { OpenOptions } from './formats/registry.ts';
 import { detectInput } from './probe.ts';
 
 export interface ValidateReport {
@@ -16,7 +17,7 @@ export interface ValidateReport {
  * Validates a checkpoint without reading tensor data. Bad input is a report with `valid: false`,
  * never an exception (an unreadable or unrecognised path included).
  */
-export async function validate(path: string): Promise<ValidateReport> {
+export async function validate(path: string, options?: OpenOptions): Promise<ValidateReport> {
   let detected;
   try {
     detected = await detectInput(path);
@@ -35,6 +36,6 @@ export async function validate(path: string): Promise<ValidateReport> {
       files: [path],
     };
   }
-  const r = await format.validate(path);
+  const r = await format.validate(path, options);
   return { path, format: format.name, valid: r.valid, errors: r.errors, warnings: [...warnings, ...r.warnings], files: r.files };
 }

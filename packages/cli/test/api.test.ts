@@ -88,7 +88,7 @@ describe('main() with a TTY-like stderr', () => {
 
 describe('format registry', () => {
   it('has one entry per format, each with detect and open', async () => {
-    expect(FORMATS.map((f) => f.name)).toEqual(['safetensors']);
+    expect(FORMATS.map((f) => f.name)).toEqual(['safetensors', 'torch', 'npz', 'npy']);
     const st = FORMATS[0]!;
     expect(st.detect({ path: 'a.bin', isDirectory: false, content: 'safetensors', entries: [] })).toBe(true);
     expect(st.detect({ path: 'a.safetensors', isDirectory: false, content: 'zip', entries: [] })).toBe(false);

@@ -1,5 +1,7 @@
 import type { Checkpoint, Finding, TensorDescriptor } from '@tensorport/core';
+import { npyFormat, npzFormat } from './npz.ts';
 import { safetensorsFormat } from './safetensors.ts';
+import { torchFormat } from './torch.ts';
 
 /** What the CLI learned about an input path before choosing a reader. */
 export interface Probe {
@@ -9,9 +11,27 @@ export interface Probe {
   content: string | null;
   /** Directories: the entry names, sorted. Files: empty. */
   entries: readonly string[];
+  /** ZIP files: what `sniffTorchCheckpoint` says (also for legacy pickles); other files: null. */
+  torch?: 'torch-zip' | 'torch-legacy' | null;
+  /** ZIP files that are not torch archives: member names, or null when the directory is unreadable. */
+  zipMembers?: readonly string[] | null;
+}
+
+/** Reader options; each format uses the ones that concern it. */
+export interface OpenOptions {
+  /** npz/npy: the dtype a `<V1` array holds (ml_dtypes writes float8 variants that way). */
+  void1?: string;
+  /** torch: dotted path of the subtree holding the tensors (`state_dict`, `model`). */
+  select?: string;
+  /** torch: write tied weights under every name instead of once. */
+  keepAliases?: boolean;
+  /** npy: the tensor name (default: the file stem). */
+  name?: string;
 }
 
 export interface WriteOptions {
+  /** npz: deflate members (np.savez_compressed); stored by default. */
+  compress?: boolean;
   /** Replace existing output files. */
   force: boolean;
   /** Directory outputs: largest shard in tensor bytes. */
@@ -48,17 +68,18 @@ export interface FormatHandler {
   /** True when the probed path holds this format (by content or directory layout, not by name). */
   detect(probe: Probe): boolean;
   /** Opens without reading tensor data. */
-  open(path: string): Promise<Checkpoint>;
+  open(path: string, options?: OpenOptions): Promise<Checkpoint>;
   /**
    * Writes `outPath`: a file path gets one file; a directory (existing, or a path ending in '/')
    * gets the format's file names. All or nothing; existing files are refused unless `force`.
    */
   write?(tensors: readonly TensorDescriptor[], metadata: ReadonlyMap<string, string> | null, outPath: string, options: WriteOptions): Promise<WriteResult>;
   /** Checks a path in this format completely; never throws on bad input. */
-  validate?(path: string): Promise<ValidationReport>;
+  validate?(path: string, options?: OpenOptions): Promise<ValidationReport>;
 }
 
-export const FORMATS: readonly FormatHandler[] = [safetensorsFormat];
+// Torch before npz: both are ZIPs, torch's is recognised by its first member.
+export const FORMATS: readonly FormatHandler[] = [safetensorsFormat, torchFormat, npzFormat, npyFormat];
 
 export function formatByName(name: string): FormatHandler | undefined {
   return FORMATS.find((f) => f.name === name);

@@ -1,0 +1,144 @@
+import { readFile, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { DEFAULT_INDEX_LIMITS, TensorportError, parseShardIndex, toFinding, type Checkpoint, type Finding, type ShardIndex } from '@tensorport/core';
+import type { TorchCheckpoint } from '@tensorport/torch-zip';
+import type { OpenOptions, ValidationReport } from './registry.ts';
+import { openTorchFile, validateTorchFile } from './torch.ts';
+
+/** transformers' names for a sharded / single PyTorch checkpoint in a model directory. */
+export const TORCH_INDEX_FILE = 'pytorch_model.bin.index.json';
+export const TORCH_SINGLE_FILE = 'pytorch_model.bin';
+
+export interface ShardedTorchCheckpoint extends Checkpoint {
+  readonly format: 'torch-sharded';
+  readonly warnings: Finding[];
+}
+
+/** A directory holding pytorch_model.bin.index.json or pytorch_model.bin, or an index file itself. */
+export async function isShardedTorchPath(path: string): Promise<boolean> {
+  const info = await stat(path).catch(() => null);
+  if (info?.isDirectory()) return true;
+  return info?.isFile() === true && path.endsWith('.bin.index.json');
+}
+
+/** Where the index is, or null for a directory with a single pytorch_model.bin. */
+async function locate(path: string): Promise<{ index: string | null; dir: string }> {
+  const info = await stat(path);
+  if (!info.isDirectory()) return { index: path, dir: dirname(path) };
+  const index = join(path, TORCH_INDEX_FILE);
+  if (await stat(index).then((s) => s.isFile(), () => false)) return { index, dir: path };
+  return { index: null, dir: path };
+}
+
+async function readIndex(indexPath: string): Promise<ShardIndex> {
+  const size = (await stat(indexPath)).size;
+  if (size > DEFAULT_INDEX_LIMITS.maxBytes) {
+    throw new TensorportError('InvalidIndex', `${indexPath} is ${size} bytes, more than the ${DEFAULT_INDEX_LIMITS.maxBytes} allowed`, { path: indexPath });
+  }
+  return parseShardIndex(await readFile(indexPath));
+}
+
+/**
+ * Opens every shard the index names (each scanned, then read by openTorchCheckpoint) and checks
+ * index and shards agree as core's sharded safetensors reader does: every shard tensor is in the
+ * weight_map under that shard, every weight_map entry is in the shard it names. A tied name that
+ * a shard wrote once (its alias) counts as present.
+ */
+export async function openShardedTorch(path: string, options?: OpenOptions): Promise<Checkpoint> {
+  const { index: indexPath, dir } = await locate(path);
+  if (indexPath === null) return openTorchFile(join(dir, TORCH_SINGLE_FILE), options);
+  const index = await readIndex(indexPath);
+  const shards: Array<{ file: string; checkpoint: TorchCheckpoint }> = [];
+  try {
+    for (const file of index.shardFiles) {
+      const shardPath = join(dir, file);
+      if (!(await stat(shardPath).then((s) => s.isFile(), () => false))) {
+        throw new TensorportError('ShardMissing', `shard ${file} named in the index does not exist`, { path: shardPath });
+      }
+      shards.push({ file, checkpoint: await openTorchFile(shardPath, options) });
+    }
+    const warnings = [...index.warnings];
+    checkAgreement(index, shards, warnings);
+    for (const s of shards) warnings.push(...s.checkpoint.warnings.map((f) => ({ path: join(dir, s.file), ...f })));
+    const checkpoint: ShardedTorchCheckpoint = {
+      format: 'torch-sharded',
+      metadata: null,
+      tensors: shards.flatMap((s) => s.checkpoint.tensors),
+      warnings,
+      close: () => closeAll(shards),
+    };
+    return checkpoint;
+  } catch (e) {
+    await closeAll(shards);
+    throw e;
+  }
+}
+
+async function closeAll(shards: ReadonlyArray<{ checkpoint: Checkpoint }>): Promise<void> {
+  await Promise.all(shards.map((s) => s.checkpoint.close().catch(() => undefined)));
+}
+
+function checkAgreement(index: ShardIndex, shards: ReadonlyArray<{ file: string; checkpoint: TorchCheckpoint }>, warnings: Finding[]): void {
+  const names = new Map(shards.map((s) => [s.file, new Set([...s.checkpoint.tensors.map((t) => t.name), ...Object.keys(s.checkpoint.aliases)])]));
+  let total = 0;
+  for (const { file, checkpoint } of shards) {
+    for (const t of checkpoint.tensors) {
+      total += t.byteLength;
+      const listed = index.weightMap.get(t.name);
+      if (listed === undefined) throw mismatch(`tensor ${JSON.stringify(t.name)} in ${file} is not in the index's weight_map`, t.name, file);
+      if (listed !== file) {
+        const twice = names.get(listed)?.has(t.name) === true;
+        throw mismatch(`tensor ${JSON.stringify(t.name)} is in ${file}${twice ? ` and in ${listed}` : ''}, but the weight_map says ${listed}`, t.name, file);
+      }
+    }
+  }
+  for (const [name, file] of index.weightMap) {
+    if (!names.get(file)?.has(name)) throw mismatch(`weight_map puts ${JSON.stringify(name)} in ${file}, which has no such tensor`, name, file);
+  }
+  if (index.totalSize !== null && index.totalSize !== total) {
+    warnings.push({ code: 'IndexTotalSizeMismatch', message: `index metadata.total_size is ${index.totalSize}, the shards hold ${total} tensor bytes`, path: TORCH_INDEX_FILE });
+  }
+}
+
+function mismatch(message: string, tensor: string, path: string): TensorportError {
+  return new TensorportError('ShardMismatch', message, { tensor, path });
+}
+
+/** Every shard validated on its own (full scan and read), then index and shards checked together. */
+export async function validateShardedTorch(path: string, options?: OpenOptions): Promise<ValidationReport> {
+  let located: { index: string | null; dir: string };
+  let index: ShardIndex;
+  try {
+    located = await locate(path);
+    if (located.index === null) return await validateTorchFile(join(located.dir, TORCH_SINGLE_FILE), options);
+    index = await readIndex(located.index);
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return { valid: false, errors: [{ path, ...toFinding(e) }], warnings: [], files: [path] };
+  }
+  const errors: Finding[] = [];
+  const warnings: Finding[] = [];
+  const files = [located.index];
+  for (const file of index.shardFiles) {
+    const shardPath = join(located.dir, file);
+    files.push(shardPath);
+    if (!(await stat(shardPath).then((s) => s.isFile(), () => false))) {
+      errors.push({ code: 'ShardMissing', message: `shard ${file} named in the index does not exist`, path: shardPath });
+      continue;
+    }
+    const r = await validateTorchFile(shardPath, options);
+    errors.push(...r.errors);
+    warnings.push(...r.warnings);
+  }
+  if (errors.length === 0) {
+    try {
+      const c = await openShardedTorch(path, options);
+      await c.close();
+    } catch (e) {
+      if (!(e instanceof TensorportError)) throw e;
+      const f = toFinding(e);
+      errors.push({ ...f, path: f.path === undefined || !f.path.includes('/') ? join(located.dir, f.path ?? basename(located.index)) : f.path });
+    }
+  }
+  return { valid: errors.length === 0, errors, warnings, files };
+}

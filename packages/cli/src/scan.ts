@@ -1,0 +1,80 @@
+import type { Command } from 'commander';
+import { allowedGlobals, type ScanReport } from '@tensorport/torch-zip';
+import type { Finding } from '@tensorport/core';
+import { scanFile } from './formats/torch.ts';
+import { probe } from './probe.ts';
+import { describeFinding } from './report.ts';
+
+export interface ScanResult {
+  path: string;
+  safe: boolean;
+  /** What was scanned: 'torch-zip' (any ZIP: .pt, .npz), 'torch-legacy', or 'pickle' (bare pickle, .npy). */
+  format: ScanReport['format'];
+  /** Every global the pickles reference, `module.name`, in order of first appearance. */
+  globals: string[];
+  /** Each global with its verdict: allowed (on the allowlist torch's weights_only loader uses) or not. */
+  verdicts: Array<{ global: string; allowed: boolean }>;
+  findings: Finding[];
+  /** How often each opcode ran. */
+  opcodes: Record<string, number>;
+  pickles: number;
+}
+
+/**
+ * Scans the pickles in a file by interpreting them without executing anything: a ZIP's pickle
+ * members (torch archives, npz object arrays), a legacy torch stream, a bare .pkl, an object .npy.
+ */
+export async function scan(path: string): Promise<ScanResult> {
+  await probe(path); // a readable message for a missing path or a directory
+  const r = await scanFile(path);
+  const allowed = new Set(allowedGlobals());
+  return {
+    path,
+    safe: r.safe,
+    format: r.format,
+    globals: r.globals,
+    verdicts: r.globals.map((g) => ({ global: g, allowed: allowed.has(g) })),
+    findings: r.findings.map((f) => (f.path === undefined ? { ...f, path } : f)),
+    opcodes: r.opcodes,
+    pickles: r.pickles,
+  };
+}
+
+/** Opcodes that import or call something, or could grow memory: listed with their counts. */
+const RISKY_OPCODES = ['GLOBAL', 'STACK_GLOBAL', 'INST', 'OBJ', 'REDUCE', 'BUILD', 'NEWOBJ', 'NEWOBJ_EX', 'EXT1', 'EXT2', 'EXT4', 'PERSID', 'BINPERSID'];
+
+export function registerScan(program: Command, io: { out: (text: string) => void; fail: () => void }): void {
+  program
+    .command('scan')
+    .description('List every global and risky opcode in a file\'s pickles with a verdict; never executes anything')
+    .argument('<file>', 'a .pt/.pth/.bin/.ckpt (ZIP or legacy), a bare .pkl, or an .npz/.npy with object arrays')
+    .option('--json', 'print {safe, globals, findings, ...} as JSON')
+    .addHelpText(
+      'after',
+      `
+Exits 0 when safe (only allowlisted globals, well-formed), 1 when not.
+
+Examples:
+  $ tensorport scan downloaded.pt
+  $ tensorport scan pytorch_model.bin --json | jq '.globals'`,
+    )
+    .action(async (file: string, opts: { json?: boolean }) => {
+      const r = await scan(file);
+      if (!r.safe) io.fail();
+      if (opts.json) {
+        io.out(`${JSON.stringify(r, null, 2)}\n`);
+        return;
+      }
+      for (const v of r.verdicts) io.out(`${v.allowed ? 'allowed   ' : 'DISALLOWED'} global ${v.global}\n`);
+      const risky = RISKY_OPCODES.filter((op) => (r.opcodes[op] ?? 0) > 0).map((op) => `${op}×${r.opcodes[op]}`);
+      if (risky.length > 0) io.out(`opcodes   ${risky.join(' ')}\n`);
+      for (const f of r.findings) io.out(`finding   ${describeFinding(f)}\n`);
+      const bad = r.verdicts.filter((v) => !v.allowed).length;
+      out(io, r, bad);
+    });
+}
+
+function out(io: { out: (text: string) => void }, r: ScanResult, bad: number): void {
+  const what = `${r.pickles} pickle${r.pickles === 1 ? '' : 's'}, ${r.globals.length} global${r.globals.length === 1 ? '' : 's'}`;
+  io.out(`${r.path}: ${r.safe ? 'safe' : 'UNSAFE'} (${what}${bad > 0 ? `, ${bad} disallowed` : ''}, ${r.findings.length} finding${r.findings.length === 1 ? '' : 's'})\n`);
+}
