@@ -1,6 +1,8 @@
 import { stat } from 'node:fs/promises';
 import { elementCount, type Finding } from '@tensorport/core';
 import type { OpenOptions } from './formats/registry.ts';
+import { inspectQuantization } from './mlx/inspect.ts';
+import type { MlxLayerInfo } from './mlx/run.ts';
 import { detectInput } from './probe.ts';
 
 export interface InspectTensor {
@@ -29,6 +31,8 @@ export interface InspectReport {
   tensors: InspectTensor[];
   totals: DtypeTotal & { byDtype: Record<string, DtypeTotal> };
   warnings: Finding[];
+  /** MLX-quantized layers (config.json beside the path settles bits/group size); absent when none. */
+  quantization?: MlxLayerInfo[];
 }
 
 /** Reads a checkpoint's layout (headers only, no tensor data) into the `inspect --json` shape. */
@@ -62,6 +66,8 @@ export async function inspect(path: string, options?: OpenOptions): Promise<Insp
       totals.parameters += parameters;
       totals.bytes += t.bytes;
     }
+    const mlx = await inspectQuantization(path, checkpoint);
+    warnings.push(...mlx.warnings);
     return {
       path,
       format: checkpoint.format,
@@ -70,6 +76,7 @@ export async function inspect(path: string, options?: OpenOptions): Promise<Insp
       tensors,
       totals: { ...totals, byDtype },
       warnings,
+      ...(mlx.quantization ? { quantization: mlx.quantization } : {}),
     };
   } finally {
     await checkpoint.close();

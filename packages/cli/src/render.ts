@@ -1,5 +1,6 @@
 import { basename } from 'node:path';
 import type { InspectReport } from './inspect.ts';
+import { renderQuantization } from './mlx/inspect.ts';
 import { describeFinding } from './report.ts';
 import { formatBytes, formatCount } from './size.ts';
 
@@ -40,6 +41,8 @@ export function renderInspect(r: InspectReport): string {
   lines.push('', `tensors: ${r.tensors.length}`);
   if (rows.length > 0) lines.push(table([header, ...rows], new Set([3])));
 
+  const quantized = renderQuantization(r.quantization);
+  if (quantized) lines.push(quantized.trimEnd());
   const totals = Object.entries(r.totals.byDtype).map(([dtype, d]) => [dtype, String(d.tensors), formatCount(d.parameters), formatBytes(d.bytes)]);
   totals.push(['total', String(r.totals.tensors), formatCount(r.totals.parameters), formatBytes(r.totals.bytes)]);
   lines.push('', table([['dtype', 'tensors', 'parameters', 'size'], ...totals], new Set([1, 2, 3])));
