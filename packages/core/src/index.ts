@@ -14,3 +14,5 @@ export * from './safetensors/reader.ts';
 export * from './detect.ts';
 export * from './safetensors/index-file.ts';
 export * from './safetensors/sharded.ts';
+export * from './identify/index.ts';
+export * from './diff/index.ts';
