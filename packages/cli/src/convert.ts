@@ -135,7 +135,8 @@ async function verifyWritten(writer: FormatHandler, output: string, tensors: rea
       ...(first.offset === undefined ? {} : { offset: Number(first.offset) }),
     });
   }
-  const back = await writer.open(output);
+  // A .npy holds no name: a one-tensor output is read back under the name it was written from.
+  const back = await writer.open(output, tensors.length === 1 ? { name: tensors[0]!.name } : undefined);
   try {
     const expected = new Map(tensors.map((t) => [t.name, t]));
     const differs = (t: TensorDescriptor): boolean => {
