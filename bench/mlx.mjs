@@ -1,14 +1,21 @@
 #!/usr/bin/env node
-// MLX affine quantize / dequantize throughput: this package (built: run `npm run build` first)
-// against a vectorised numpy implementation of the same kernels (bench/mlx_numpy.py), on the same
-// weights, checking that both produce identical bytes.
+// MLX affine quantize / dequantize throughput: @tensorport/mlx (built: run `npm run build` first)
+// against a vectorised numpy implementation of the same kernels (mlx_numpy.py, next to this
+// file), on the same weights, checking that both produce identical bytes.
 //
-//   node packages/mlx/bench/mlx.mjs [--rows 4096] [--cols 4096] [--repeat 3] [--python python3]
+//   node bench/mlx.mjs [--rows 4096] [--cols 4096] [--repeat 3] [--python python3]
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bytesOfWords, decodeFloats, dequantizeAffine, encodeFloats, quantizeAffine, wordsOf } from '../dist/index.js';
+import { existsSync } from 'node:fs';
+
+const dist = new URL('../packages/mlx/dist/index.js', import.meta.url);
+if (!existsSync(dist)) {
+  console.error('bench: build first (npm run build)');
+  process.exit(2);
+}
+const { bytesOfWords, decodeFloats, dequantizeAffine, encodeFloats, quantizeAffine, wordsOf } = await import(dist.href);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const arg = (name, dflt) => {

@@ -1,5 +1,5 @@
 /**
- * Cross-check against a second, vectorised implementation in numpy (bench/mlx_numpy.py), written
+ * Cross-check against a second, vectorised implementation in numpy (the repo's bench/mlx_numpy.py), written
  * separately from the kernel text: quantize (both variants) and dequantize, bit for bit.
  */
 import { fileURLToPath } from 'node:url';
@@ -10,7 +10,7 @@ import { castRef } from './helpers/reference.ts';
 import { normal, rng } from './helpers/random.ts';
 
 const py = await requirePython(['numpy']);
-const benchDir = fileURLToPath(new URL('../bench/', import.meta.url));
+const benchDir = fileURLToPath(new URL('../../../bench/', import.meta.url));
 
 const DRIVER = `
 import sys, json
