@@ -12,6 +12,14 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
 import { fileSha256, listDir, safetensorsFile, tempDir, tensorDigests, tensorport } from './helpers.ts';
 
+/** Runs the CLI and expects success; stderr first, so a failure shows its message. */
+async function ok(...args: string[]) {
+  const r = await tensorport(...args);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  return r;
+}
+
 type Spec = { dtype: FloatDType; shape: number[] };
 
 /** A small llama-like layout: quantizable projections/embeddings, plus norms and a bias that stay float. */
@@ -137,7 +145,7 @@ describe('quantize → dequantize through the CLI', () => {
     const src = join(root, 'm.safetensors');
     await writeFile(src, safetensorsFile(model('BF16')));
     const q = join(root, 'q.safetensors');
-    expect((await tensorport('quantize', src, q, '--bits', '8', '--group-size', '32', '--rounding', 'cpu')).code).toBe(0);
+    await ok('quantize', src, q, '--bits', '8', '--group-size', '32', '--rounding', 'cpu');
     const back = join(root, 'back.safetensors');
     const r = await tensorport('dequantize', q, back, '--dtype', 'f32');
     expect(r.code).toBe(0);
@@ -160,7 +168,7 @@ describe('repack', () => {
     root = await tempDir();
     const src = await modelDir(join(root, 'src'), 'F32');
     q = join(root, 'q');
-    expect((await tensorport('quantize', src, `${q}/`)).code).toBe(0);
+    await ok('quantize', src, `${q}/`);
   });
 
   it('lossless (4/64 → 8/32): same dequantized bytes, report all lossless, --json pure', async () => {
@@ -176,8 +184,8 @@ describe('repack', () => {
 
     const a = join(root, 'a.safetensors');
     const b = join(root, 'b.safetensors');
-    expect((await tensorport('dequantize', q, a)).code).toBe(0);
-    expect((await tensorport('dequantize', r8, b)).code).toBe(0);
+    await ok('dequantize', q, a);
+    await ok('dequantize', r8, b);
     const da = await tensorDigests(a);
     const db = await tensorDigests(b);
     for (const [name, t] of da) expect(db.get(name)!.sha256, name).toBe(t.sha256);
@@ -194,8 +202,8 @@ describe('repack', () => {
 
     const a = join(root, 'lossy-a.safetensors');
     const b = join(root, 'lossy-b.safetensors');
-    expect((await tensorport('dequantize', q, a)).code).toBe(0);
-    expect((await tensorport('dequantize', r2, b)).code).toBe(0);
+    await ok('dequantize', q, a);
+    await ok('dequantize', r2, b);
     const da = await tensorDigests(a);
     const db = await tensorDigests(b);
     for (const l of QUANTIZED) {
@@ -248,14 +256,14 @@ describe('refusals (exit 1, nothing written)', () => {
     const root = await tempDir();
     const src = await modelDir(join(root, 'src'), 'F32');
     const q = join(root, 'q');
-    expect((await tensorport('quantize', src, `${q}/`)).code).toBe(0);
+    await ok('quantize', src, `${q}/`);
     const before = await fileSha256(join(q, 'model.safetensors'));
 
     const again = await tensorport('quantize', src, `${q}/`, '--bits', '8');
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('OutputExists');
     expect(await fileSha256(join(q, 'model.safetensors'))).toBe(before);
-    expect((await tensorport('quantize', src, `${q}/`, '--bits', '8', '--force')).code).toBe(0);
+    await ok('quantize', src, `${q}/`, '--bits', '8', '--force');
     expect(await fileSha256(join(q, 'model.safetensors'))).not.toBe(before);
 
     const same = await tensorport('dequantize', q, q, '--force');
@@ -283,7 +291,7 @@ describe('inspect and npz input', () => {
     const root = await tempDir();
     const src = await modelDir(join(root, 'src'), 'BF16');
     const q = join(root, 'q');
-    expect((await tensorport('quantize', src, `${q}/`, '--bits', '3', '--group-size', '32')).code).toBe(0);
+    await ok('quantize', src, `${q}/`, '--bits', '3', '--group-size', '32');
     const json = await tensorport('inspect', q, '--json');
     expect(json.code).toBe(0);
     const layers = JSON.parse(json.stdout).quantization as { layer: string }[];
@@ -314,7 +322,7 @@ describe('inspect and npz input', () => {
     const r = await tensorport('quantize', npz, a);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect((await tensorport('quantize', st, b)).code).toBe(0);
+    await ok('quantize', st, b);
     const da = await tensorDigests(a);
     const db = await tensorDigests(b);
     expect([...da.keys()].sort()).toEqual([...db.keys()].sort());
@@ -330,8 +338,8 @@ describe.skipIf(!py)('Python safetensors loads quantize → dequantize output', 
       const src = await modelDir(join(root, 'src'), dtype);
       const q = join(root, 'q');
       const back = join(root, 'back');
-      expect((await tensorport('quantize', src, `${q}/`)).code).toBe(0);
-      expect((await tensorport('dequantize', q, `${back}/`)).code).toBe(0);
+      await ok('quantize', src, `${q}/`);
+      await ok('dequantize', q, `${back}/`);
       // numpy has no bfloat16: names, shapes and dtypes come from get_slice; F32 values are read too.
       const out = await runPython(
         py!.exe,
