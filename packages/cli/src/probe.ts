@@ -1,8 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { extname } from 'node:path';
-import { TensorportError, detectSource, openZip, type Finding } from '@tensorport/core';
+import { TensorportError, identify, type Finding, type Identification } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
-import { sniffTorchCheckpoint } from '@tensorport/torch-zip';
 import { FORMATS, detectFormat, type FormatHandler, type Probe } from './formats/registry.ts';
 
 /** What a file's leading bytes say, in words, for "not supported" messages. */
@@ -32,25 +31,45 @@ export async function probe(path: string): Promise<Probe> {
   }
   const source = await FileSource.open(path);
   try {
-    const content = await detectSource(source);
-    if (content !== 'zip' && content !== 'pickle') return { path, isDirectory: false, content, entries: [] };
-    const torch = await sniffTorchCheckpoint(source);
-    const zipMembers = content === 'zip' && torch === null ? await memberNames(source) : null;
-    return { path, isDirectory: false, content, entries: [], torch, zipMembers };
+    // One detection for every command: core's identify (magic numbers, safetensors header, ZIP
+    // member names); the coarse fields below are what the format handlers test.
+    const identified = await identify(source, { codec: nodeZlibCodec });
+    const content = COARSE[identified.kind];
+    const torch = TORCH_KINDS[identified.kind] ?? null;
+    const zipMembers = content === 'zip' && torch === null ? (identified.members ?? null) : null;
+    return { path, isDirectory: false, content, entries: [], torch, zipMembers, identified };
   } finally {
     await source.close();
   }
 }
 
-/** A ZIP's member names (central directory only), or null when it cannot be read as a ZIP. */
-async function memberNames(source: FileSource): Promise<string[] | null> {
-  try {
-    return (await openZip(source, { codec: nodeZlibCodec })).entries.map((e) => e.name);
-  } catch (e) {
-    if (e instanceof TensorportError) return null;
-    throw e;
-  }
-}
+/** identify's kinds as the handlers' `content` (what the leading bytes are). */
+const COARSE: Readonly<Record<Identification['kind'], string>> = {
+  safetensors: 'safetensors',
+  'mlx-quantized': 'safetensors',
+  'safetensors-index': 'json',
+  json: 'json',
+  npy: 'npy',
+  npz: 'zip',
+  'torch-zip': 'zip',
+  torchscript: 'zip',
+  'matlab-live-script': 'zip',
+  zip: 'zip',
+  'torch-legacy': 'pickle',
+  pickle: 'pickle',
+  gguf: 'gguf',
+  hdf5: 'hdf5',
+  onnx: 'onnx',
+  empty: 'unknown',
+  unknown: 'unknown',
+};
+
+/** TorchScript goes to the torch reader, which refuses it precisely (TorchUnsupportedArchive). */
+const TORCH_KINDS: Partial<Record<Identification['kind'], 'torch-zip' | 'torch-legacy'>> = {
+  'torch-zip': 'torch-zip',
+  torchscript: 'torch-zip',
+  'torch-legacy': 'torch-legacy',
+};
 
 export interface Detected {
   format: FormatHandler;
@@ -69,7 +88,7 @@ export async function detectInput(path: string): Promise<Detected> {
     if (p.isDirectory) {
       throw new TensorportError('UnknownFormat', `${path} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json, one *.safetensors file, pytorch_model.bin.index.json or pytorch_model.bin)`, { path });
     }
-    const what = CONTENT_NAMES[p.content ?? 'unknown'] ?? p.content;
+    const what = p.identified ? `${p.identified.what} (${p.identified.can})` : (CONTENT_NAMES[p.content ?? 'unknown'] ?? p.content);
     const code = p.content === 'unknown' || p.content === null ? 'UnknownFormat' : 'UnsupportedFormat';
     throw new TensorportError(code, `${path} holds ${what}; tensorport reads safetensors, npz, npy and torch checkpoints`, { path });
   }

@@ -2,6 +2,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { isAbsolute, relative } from 'node:path';
 import { TensorportError } from '@tensorport/core';
 import { registerDequantize } from './commands/dequantize.ts';
+import { registerDiff } from './commands/diff.ts';
+import { registerIdentify } from './commands/identify.ts';
 import { registerQuantize } from './commands/quantize.ts';
 import { registerRepack } from './commands/repack.ts';
 import { convert, type ConvertResult, type TargetDtype } from './convert.ts';
@@ -254,6 +256,8 @@ Examples:
   registerQuantize(program, io);
   registerDequantize(program, io);
   registerRepack(program, io);
+  registerIdentify(program, { out, err, fail: () => (exitCode = EXIT_FAILED) });
+  registerDiff(program, { ...io, fail: () => (exitCode = EXIT_FAILED) });
 
   try {
     if (argv.length === 0) {

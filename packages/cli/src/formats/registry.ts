@@ -1,4 +1,4 @@
-import type { Checkpoint, Finding, TensorDescriptor } from '@tensorport/core';
+import type { Checkpoint, Finding, Identification, TensorDescriptor } from '@tensorport/core';
 import { npyFormat, npzFormat } from './npz.ts';
 import { safetensorsFormat } from './safetensors.ts';
 import { torchFormat } from './torch.ts';
@@ -15,6 +15,8 @@ export interface Probe {
   torch?: 'torch-zip' | 'torch-legacy' | null;
   /** ZIP files that are not torch archives: member names, or null when the directory is unreadable. */
   zipMembers?: readonly string[] | null;
+  /** Files: core's `identify` result, which the fields above are derived from. */
+  identified?: Identification;
 }
 
 /** Reader options; each format uses the ones that concern it. */

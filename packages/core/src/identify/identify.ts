@@ -17,6 +17,8 @@ export interface Identification {
   can: string;
   /** For MLX quantized weights: the container ('safetensors' or 'npz'). */
   container?: 'safetensors' | 'npz';
+  /** ZIPs whose central directory was read: the member names, in directory order. */
+  members?: readonly string[];
   /** Facts read on the way (GGUF version and counts, ZIP member count, ONNX ir_version…). */
   details: Record<string, string | number>;
   /** ExtensionMismatch when the name's extension disagrees with the bytes; damaged structures. */
@@ -58,7 +60,8 @@ export async function identify(source: ByteSource, options: IdentifyOptions = {}
   const r = new CountingReader(source);
   const details: Record<string, string | number> = {};
   const warnings: Finding[] = [];
-  const { kind, container } = await classify(r, details, warnings, options);
+  const zip: { members?: readonly string[] } = {};
+  const { kind, container } = await classify(r, details, warnings, options, zip);
   const info = KINDS[kind];
   const ext = extensionOf(source.name);
   if (ext && info.extensions.length > 0 && !info.extensions.some((e) => source.name.toLowerCase().endsWith(e))) {
@@ -68,7 +71,7 @@ export async function identify(source: ByteSource, options: IdentifyOptions = {}
       path: source.name,
     });
   }
-  return { kind, what: info.what, can: info.can, ...(container ? { container } : {}), details, warnings, bytesRead: r.bytesRead };
+  return { kind, what: info.what, can: info.can, ...(container ? { container } : {}), ...zip, details, warnings, bytesRead: r.bytesRead };
 }
 
 function extensionOf(name: string): string {
@@ -88,14 +91,20 @@ interface Classified {
   container?: 'safetensors' | 'npz';
 }
 
-async function classify(r: CountingReader, details: Record<string, string | number>, warnings: Finding[], options: IdentifyOptions): Promise<Classified> {
+async function classify(
+  r: CountingReader,
+  details: Record<string, string | number>,
+  warnings: Finding[],
+  options: IdentifyOptions,
+  zip: { members?: readonly string[] },
+): Promise<Classified> {
   const size = r.source.size;
   if (size === 0) return { kind: 'empty' };
   const head = await r.read(0, HEAD_BYTES);
   const coarse = detectFormat(head, size);
   switch (coarse) {
     case 'zip':
-      return classifyZip(r, details, warnings, options);
+      return classifyZip(r, details, warnings, options, zip);
     case 'npy':
       return { kind: 'npy' };
     case 'hdf5':
@@ -183,7 +192,13 @@ async function classifySafetensors(
   return { kind: 'safetensors' };
 }
 
-async function classifyZip(r: CountingReader, details: Record<string, string | number>, warnings: Finding[], options: IdentifyOptions): Promise<Classified> {
+async function classifyZip(
+  r: CountingReader,
+  details: Record<string, string | number>,
+  warnings: Finding[],
+  options: IdentifyOptions,
+  out: { members?: readonly string[] },
+): Promise<Classified> {
   let zip;
   try {
     zip = await openZip(countingSource(r), options.codec ? { codec: options.codec } : {});
@@ -193,6 +208,7 @@ async function classifyZip(r: CountingReader, details: Record<string, string | n
     return { kind: 'zip' };
   }
   const names = zip.entries.map((e) => e.name);
+  out.members = names;
   details.members = names.length;
   const kind = zipKind(names);
   if (kind !== 'npz') return { kind };

@@ -1,0 +1,99 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { diffCheckpoints, type Checkpoint, type DiffResult, type Finding, type TensorChange } from '@tensorport/core';
+import { detectInput } from '../probe.ts';
+import { describeFinding } from '../report.ts';
+import { formatBytes } from '../size.ts';
+import { progress, type CommandIO } from './mlx-common.ts';
+
+export interface DiffPathsOptions {
+  atol?: number;
+  rtol?: number;
+  namesOnly?: boolean;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface DiffPathsResult extends DiffResult {
+  a: string;
+  b: string;
+  formats: [string, string];
+  warnings: Finding[];
+}
+
+/** Opens two paths in any format the registry reads and diffs them. */
+export async function diffPaths(a: string, b: string, options: DiffPathsOptions = {}): Promise<DiffPathsResult> {
+  const da = await detectInput(a);
+  const db = await detectInput(b);
+  const ca: Checkpoint = await da.format.open(a);
+  try {
+    const cb: Checkpoint = await db.format.open(b);
+    try {
+      const r = await diffCheckpoints(ca, cb, options);
+      return { a, b, formats: [ca.format, cb.format], warnings: [...da.warnings, ...db.warnings], ...r };
+    } finally {
+      await cb.close();
+    }
+  } finally {
+    await ca.close();
+  }
+}
+
+function parseTolerance(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError('expected a non-negative number such as 1e-5');
+  return n;
+}
+
+function num(x: number | undefined): string {
+  return x === undefined ? '-' : x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e4 ? x.toPrecision(4) : x.toExponential(3);
+}
+
+function describeChange(c: TensorChange): string {
+  if (c.reason !== 'values') return `${c.reason} ${c.detail ?? ''}`.trim();
+  const where = c.firstMismatch === undefined ? '' : `, first at element ${c.firstMismatch}`;
+  const err = c.maxAbs === undefined ? ' (compared bitwise)' : ` (max abs ${num(c.maxAbs)}, max rel ${num(c.maxRel)})`;
+  return `values: ${c.mismatches} element(s) differ${err}${where}`;
+}
+
+export function registerDiff(program: Command, io: CommandIO & { fail: () => void }): void {
+  program
+    .command('diff')
+    .description('Compare two checkpoints tensor by tensor (any formats): names, dtypes, shapes and values, streaming')
+    .argument('<a>', 'a checkpoint file or directory in any format tensorport reads')
+    .argument('<b>', 'the other checkpoint; tolerances are relative to its values')
+    .option('--atol <x>', 'absolute tolerance (numpy isclose: |a-b| <= atol + rtol*|b|)', parseTolerance)
+    .option('--rtol <y>', 'relative tolerance; without --atol/--rtol values must be bit-identical', parseTolerance)
+    .option('--names-only', 'compare names, dtypes and shapes only; read no tensor data')
+    .option('--json', 'print {equal, onlyInA, onlyInB, changed: [{name, reason, maxAbs, maxRel, mismatches}]}')
+    .addHelpText(
+      'after',
+      `
+Exits 0 when equal (within tolerances), 1 when not, 2 on a usage error. NaN equals NaN at the same
+place; F16/BF16/F32/F64 and integers are compared as values, other dtypes bitwise. Tied weights
+recorded in metadata (removed -> kept, as convert.py writes) count as present.
+
+Examples:
+  $ tensorport diff model.safetensors pytorch_model.bin
+  $ tensorport diff model.safetensors model-bf16.safetensors --atol 1e-2 --rtol 1e-2 --json`,
+    )
+    .action(async (a: string, b: string, opts: { atol?: number; rtol?: number; namesOnly?: boolean; json?: boolean }) => {
+      const bar = progress(io, opts.json, 'comparing');
+      const r = await diffPaths(a, b, {
+        ...(opts.atol === undefined ? {} : { atol: opts.atol }),
+        ...(opts.rtol === undefined ? {} : { rtol: opts.rtol }),
+        namesOnly: opts.namesOnly === true,
+        ...(bar.onProgress ? { onProgress: bar.onProgress } : {}),
+      }).finally(bar.finish);
+      if (!r.equal) io.fail();
+      if (opts.json) {
+        io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+        return;
+      }
+      for (const w of r.warnings) io.stderr.write(`tensorport: warning: ${describeFinding(w)}\n`);
+      for (const n of r.onlyInA) io.stdout.write(`only in a  ${n}\n`);
+      for (const n of r.onlyInB) io.stdout.write(`only in b  ${n}\n`);
+      for (const c of r.changed) io.stdout.write(`changed    ${c.name}: ${describeChange(c)}\n`);
+      for (const x of r.aliases) io.stdout.write(`tied       ${x.name} -> ${x.kept} (in ${x.side}'s metadata)\n`);
+      const what = opts.namesOnly ? 'names, dtypes and shapes' : `${formatBytes(r.bytesCompared)} of tensor data`;
+      io.stdout.write(`${r.equal ? 'equal' : 'DIFFERENT'}: ${r.compared} tensor(s) compared (${what}), ${r.onlyInA.length} only in a, ${r.onlyInB.length} only in b, ${r.changed.length} changed\n`);
+    });
+}
