@@ -286,6 +286,48 @@ describe('refusals (exit 1, nothing written)', () => {
   });
 });
 
+describe('hostile and stale inputs', () => {
+  it('mismatched scales, a broken config.json and a truncated file: exit 1 with the code, nothing written', async () => {
+    const dir = await tempDir();
+    const words = new Uint8Array(8 * 8 * 4);
+    const side = (rows: number, cols: number) => encodeFloats(new Float32Array(rows * cols).fill(0.01), 'F32');
+    const bad = join(dir, 'bad.safetensors');
+    await writeFile(bad, safetensorsFile({ 'l.weight': { dtype: 'U32', shape: [8, 8], data: words }, 'l.scales': { dtype: 'F32', shape: [4, 1], data: side(4, 1) }, 'l.biases': { dtype: 'F32', shape: [8, 1], data: side(8, 1) } }));
+    const r1 = await tensorport('dequantize', bad, join(dir, 'o1.safetensors'), '--bits', '4', '--group-size', '64');
+    expect(r1.code).toBe(1);
+    expect(r1.stderr).toContain('MlxInvalidQuantization');
+
+    const model = join(dir, 'm');
+    await modelDir(model, 'F32');
+    await writeFile(join(model, 'config.json'), '{"quantization": ');
+    const r2 = await tensorport('quantize', model, join(dir, 'o2/'));
+    expect(r2.code).toBe(1);
+    expect(r2.stderr).toContain('MlxInvalidConfig');
+
+    const whole = safetensorsFile({ 'a.weight': { dtype: 'F32', shape: [2, 64], data: new Uint8Array(512) } });
+    const cut = join(dir, 'cut.safetensors');
+    await writeFile(cut, whole.subarray(0, whole.byteLength - 7));
+    const r3 = await tensorport('quantize', cut, join(dir, 'o3.safetensors'));
+    expect(r3.code).toBe(1);
+    expect(r3.stderr).toMatch(/^tensorport: \w+: /);
+    expect(await listDir(dir)).toEqual(['bad.safetensors', 'cut.safetensors', 'm']);
+  });
+
+  it('old shards in the output directory: refused without --force, removed with it (mlx-lm would load them)', async () => {
+    const root = await tempDir();
+    const src = await modelDir(join(root, 'src'), 'F32');
+    const out = join(root, 'out');
+    await mkdir(out);
+    await writeFile(join(out, 'model-00001-of-00002.safetensors'), 'old');
+    const r = await tensorport('quantize', src, out);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('model-00001-of-00002.safetensors already exists and would be loaded');
+    expect(await listDir(out)).toEqual(['model-00001-of-00002.safetensors']);
+    await ok('quantize', src, out, '--force');
+    expect(await listDir(out)).toEqual(['config.json', 'model.safetensors', 'model.safetensors.index.json', 'tokenizer.json', 'tokenizer_config.json']);
+  });
+});
+
 describe('inspect and npz input', () => {
   it('inspect lists each quantized layer (table and --json)', async () => {
     const root = await tempDir();

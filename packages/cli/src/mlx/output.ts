@@ -16,6 +16,8 @@ import { listFiles } from './input.ts';
 const COPIED = /\.(json|jsonl|txt|model|tiktoken|jinja|py)$/i;
 /** Larger "small files" are skipped with a warning (the biggest tokenizer.json files are ~35 MB). */
 export const MAX_COPIED_BYTES = 64 * 1024 * 1024;
+/** The weight files of an mlx-lm model directory. */
+const WEIGHT_FILE = /^model(-\d+-of-\d+)?\.safetensors$/;
 
 export interface MlxWriteOptions {
   force: boolean;
@@ -118,6 +120,17 @@ async function writeModelDir(result: ConversionResult, dir: string, input: MlxIn
       throw new TensorportError('OutputExists', `${path} already exists (use --force to replace it)`, { path });
     }
   }
+  // mlx-lm loads every model*.safetensors in a directory: an old shard left beside the new ones
+  // would be loaded with them.
+  const stale = (await listFiles(dir).catch(() => [] as string[])).filter((f) => WEIGHT_FILE.test(f) && !names.includes(f));
+  for (const f of stale) {
+    for (const i of input.files) {
+      if (await sameFile(i, join(dir, f))) throw new TensorportError('SameInputOutput', `writing a model into ${dir} would remove the input ${i}`, { path: i });
+    }
+  }
+  if (stale.length > 0 && !options.force) {
+    throw new TensorportError('OutputExists', `${join(dir, stale[0]!)} already exists and would be loaded with the new weights (use --force to replace the model in ${dir})`, { path: join(dir, stale[0]!) });
+  }
   await mkdir(dir, { recursive: true });
   const sinkOptions = { force: options.force, fsync: true };
   // Copied files are written first and committed last, so the model and its tokenizer appear together.
@@ -140,6 +153,7 @@ async function writeModelDir(result: ConversionResult, dir: string, input: MlxIn
       await Promise.all([...files, ...extras.slice(0, committed).map((x) => join(dir, x.name))].map((f) => rm(f, { force: true }).catch(() => undefined)));
       throw e;
     }
+    await Promise.all(stale.map((f) => rm(join(dir, f), { force: true })));
     return { files: [...files, ...extras.map((e) => join(dir, e.name))], bytes: r.bytes + extras.reduce((n, e) => n + e.bytes.byteLength, 0) };
   } catch (e) {
     await Promise.all(sinks.map((s) => s.abort().catch(() => undefined)));
