@@ -10,7 +10,7 @@ import { decodeFloats, encodeFloats, type FloatDType } from '@tensorport/mlx';
 import { writeNpz } from '@tensorport/npz';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { fileSha256, listDir, safetensorsFile, tempDir, tensorDigests, tensorport } from './helpers.ts';
+import { REPO, fileSha256, listDir, safetensorsFile, tempDir, tensorDigests, tensorport } from './helpers.ts';
 
 /** Runs the CLI and expects success; stderr first, so a failure shows its message. */
 async function ok(...args: string[]) {
@@ -325,6 +325,41 @@ describe('hostile and stale inputs', () => {
     expect(await listDir(out)).toEqual(['model-00001-of-00002.safetensors']);
     await ok('quantize', src, out, '--force');
     expect(await listDir(out)).toEqual(['config.json', 'model.safetensors', 'model.safetensors.index.json', 'tokenizer.json', 'tokenizer_config.json']);
+  });
+});
+
+describe('the mixed fixture (fixtures/mlx/tiny-mixed: per-module bits 2–8, group sizes 32–128, mxfp4, MoE stacks)', () => {
+  const fixture = join(REPO, 'fixtures/mlx/tiny-mixed');
+
+  it('dequantize gives the expected BF16 bits; repack to 8/32 is lossless for every layer', async () => {
+    const expected = await tensorDigests(join(fixture, 'expected-bf16-bits.safetensors'));
+    const root = await tempDir();
+    const back = join(root, 'back');
+    const r = await ok('dequantize', fixture, `${back}/`, '--json');
+    const modes = new Set(JSON.parse(r.stdout).quantization.map((l: { mode: string }) => l.mode));
+    expect(modes).toEqual(new Set(['affine', 'mxfp4']));
+    const got = await tensorDigests(back);
+    const compare = (d: Map<string, { dtype: string; sha256: string }>) => {
+      expect([...d.keys()].sort()).toEqual([...expected.keys()].sort());
+      for (const [name, e] of expected) expect(d.get(name)!.sha256, name).toBe(e.sha256);
+    };
+    compare(got);
+
+    // The mxfp4 layer passes through: only config.json can say so, so a single file is refused.
+    const file = await tensorport('repack', fixture, join(root, 'r8.safetensors'), '--bits', '8', '--group-size', '32');
+    expect(file.code).toBe(2);
+    expect(file.stderr).toContain('model.layers.0.mlp.experts_fp4 is mxfp4');
+    expect(await listDir(root)).toEqual(['back']);
+
+    const r8 = join(root, 'r8');
+    const rep = JSON.parse((await ok('repack', fixture, `${r8}/`, '--bits', '8', '--group-size', '32', '--json')).stdout);
+    expect(rep.report.length).toBeGreaterThan(3);
+    for (const e of rep.report) expect(e).toMatchObject({ lossless: true, maxAbsError: 0 });
+    const config = JSON.parse(await readFile(join(r8, 'config.json'), 'utf8'));
+    expect(config.quantization).toMatchObject({ bits: 8, group_size: 32, mode: 'affine', 'model.norm': false, 'model.layers.0.mlp.experts_fp4': { mode: 'mxfp4', bits: 4, group_size: 32 } });
+    const again = join(root, 'again.safetensors');
+    await ok('dequantize', r8, again, '--dtype', 'bf16');
+    compare(await tensorDigests(again));
   });
 });
 

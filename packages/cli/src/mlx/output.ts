@@ -71,15 +71,16 @@ export async function writeMlxOutput(result: ConversionResult, outputArg: string
   }
 }
 
-/** Per-layer bits or group sizes live only in config.json: a lone file would be misread later. */
+/** Per-layer bits, group sizes or modes live only in config.json: a lone file would be misread later. */
 function refuseMixed(result: ConversionResult, output: string): void {
   const bits = result.metadata.get('quantization_bits');
   const gs = result.metadata.get('quantization_group_size');
-  const odd = result.layers.find((l) => l.mode === 'affine' && (String(l.bits) !== bits || String(l.groupSize) !== gs));
+  // An fp-mode layer counts too: the file's defaults would be applied to it when read back.
+  const odd = result.layers.find((l) => l.mode !== 'affine' || String(l.bits) !== bits || String(l.groupSize) !== gs);
   if (odd) {
     throw new TensorportError(
       'InvalidOption',
-      `layer ${odd.path} has ${odd.bits} bits/group ${odd.groupSize}, unlike the others: write to a directory (end '${output}' with '/') so config.json records it`,
+      `layer ${odd.path} is ${odd.mode} with ${odd.bits} bits/group ${odd.groupSize}, unlike the file's defaults (${bits} bits/group ${gs}, affine): write to a directory (end '${output}' with '/') so config.json records it`,
       { path: output },
     );
   }
