@@ -4,6 +4,7 @@ import { TensorportError, toFinding, type Finding } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
 import { allowedGlobals, scanCheckpoint, validateTorchCheckpoint, type OpenTorchOptions, type ScanReport, type TorchCheckpoint } from '@tensorport/torch-zip';
 import { openTorchCheckpointFile, writeTorchCheckpointFile } from '@tensorport/torch-zip/node';
+import { withProgress } from './npz.ts';
 import type { FormatHandler, OpenOptions, Probe, ValidationReport } from './registry.ts';
 import { TORCH_INDEX_FILE, TORCH_SINGLE_FILE, isShardedTorchPath, openShardedTorch, validateShardedTorch } from './torch-sharded.ts';
 
@@ -72,7 +73,7 @@ export const torchFormat: FormatHandler = {
     if (!TORCH_EXTENSIONS.includes(ext)) {
       throw new TensorportError('InvalidOption', `a torch output is one file ending in ${TORCH_EXTENSIONS.join(', ')}; got ${outPath}`, { path: outPath });
     }
-    await writeTorchCheckpointFile({ tensors, metadata }, outPath, { force: options.force, inputs: options.inputs });
+    await writeTorchCheckpointFile({ tensors: withProgress(tensors, options), metadata }, outPath, { force: options.force, inputs: options.inputs });
     return { files: [resolve(outPath)], bytes: (await stat(outPath)).size };
   },
 
