@@ -3,6 +3,7 @@ import { extname, resolve, sep } from 'node:path';
 import { TensorportError, castTensors, isCastable, type CastTarget, type ErrorCode, type Finding, type TensorDescriptor } from '@tensorport/core';
 import { formatByName, type FormatHandler, type OpenOptions } from './formats/registry.ts';
 import { detectInput } from './probe.ts';
+import { verifyContent } from './verify.ts';
 
 export type TargetDtype = CastTarget;
 
@@ -23,6 +24,8 @@ export interface ConvertOptions {
   compress?: boolean;
   /** Reader options: `void1` (npz/npy), `select` and `keepAliases` (torch), `name` (npy). */
   read?: OpenOptions;
+  /** Re-read the written output and diff it bit for bit against the input (default false: it costs ~+120% of the conversion time; docs/cli.md). */
+  verify?: boolean;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -39,6 +42,8 @@ export interface ConvertResult {
   bytes: number;
   /** Tensors whose dtype the cast changed. */
   cast: number;
+  /** True when the output was re-read and diffed equal to the input (`verify`). */
+  verified: boolean;
   warnings: Finding[];
 }
 
@@ -84,8 +89,11 @@ export async function convert(options: ConvertOptions): Promise<ConvertResult> {
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     written = result.files;
-    await verifyWritten(writer, directory && written.length > 1 ? output : written[0]!, tensors);
-    return { input: options.input, output, from: checkpoint.format, to: writer.name, files: written, tensors: tensors.length, bytes: result.bytes, cast, warnings };
+    const writtenPath = directory && written.length > 1 ? output : written[0]!;
+    await verifyWritten(writer, writtenPath, tensors);
+    const verified = options.verify === true;
+    if (verified) await verifyContent(writer, writtenPath, tensors);
+    return { input: options.input, output, from: checkpoint.format, to: writer.name, files: written, tensors: tensors.length, bytes: result.bytes, cast, verified, warnings };
   } catch (e) {
     // The writer leaves nothing behind when it fails; this removes what it committed before a
     // later step (validation) failed, and the directory if this call created it.

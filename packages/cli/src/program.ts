@@ -180,6 +180,7 @@ Examples:
     .option('--name <name>', 'npy input: the tensor name (default: the file stem)')
     .option('--select <path>', 'torch input: dotted path of the subtree holding the tensors (state_dict, model)')
     .option('--keep-aliases', 'torch input: write tied weights under every name (default: once, others in metadata)')
+    .option('--verify', 're-read the output and diff its values bit for bit against the input (off by default: about doubles the time)')
     .addHelpText(
       'after',
       `
@@ -200,7 +201,7 @@ Examples:
       async (
         input: string,
         output: string,
-        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean; compress?: boolean } & ReadFlags,
+        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean; compress?: boolean; verify?: boolean } & ReadFlags,
         command: Command,
       ) => {
         const bar = opts.json ? null : { current: null as ProgressBar | null };
@@ -213,6 +214,7 @@ Examples:
           force: opts.force === true,
           ...(opts.compress ? { compress: true } : {}),
           read: readOptions(opts),
+          verify: opts.verify === true,
           onProgress: (done, total) => {
             if (!bar) return;
             bar.current ??= new ProgressBar(io.stderr, total, 'converting');
@@ -224,7 +226,7 @@ Examples:
           return;
         }
         for (const w of result.warnings) err(`tensorport: warning: ${describeFinding(w)}\n`);
-        out(`wrote ${plural(result.files.length, 'file')} (${plural(result.tensors, 'tensor')}, ${formatBytes(result.bytes)}), validated:\n`);
+        out(`wrote ${plural(result.files.length, 'file')} (${plural(result.tensors, 'tensor')}, ${formatBytes(result.bytes)}), validated${result.verified ? ' and diffed equal to the input' : ''}:\n`);
         for (const f of result.files) out(`  ${shortPath(f)}\n`);
       },
     );

@@ -155,3 +155,26 @@ print(all(torch.equal(a[k], b.get(k, b.get("embed.weight"))) for k in a))
     expect(same.trim()).toBe('True');
   });
 });
+
+describe('convert --verify', () => {
+  it('reports verified when the output diffs equal to the input', async () => {
+    const dir = await tempDir();
+    const r = await tensorport('convert', join(IDENTIFY, 'checkpoint.pt'), join(dir, 'o.safetensors'), '--verify', '--json');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).verified).toBe(true);
+    const plain = await tensorport('convert', join(IDENTIFY, 'checkpoint.pt'), join(dir, 'p.safetensors'), '--json');
+    expect(JSON.parse(plain.stdout).verified).toBe(false);
+  });
+
+  it('an output that reads back with other values is a VerifyMismatch naming the tensor', async () => {
+    const { verifyContent } = await import('../src/verify.ts');
+    const { BytesSource } = await import('@tensorport/core');
+    const tensor = (bytes: number[]) => {
+      const data = new Uint8Array(bytes);
+      return { name: 'w', dtype: 'U8' as const, shape: [data.length], byteLength: data.length, range: { source: new BytesSource(data), offset: 0 }, async *chunks() { yield data; } };
+    };
+    const writer = { name: 'fake', extensions: [], detect: () => false, open: async () => ({ format: 'fake', metadata: null, tensors: [tensor([1, 2, 4])], close: async () => undefined }) };
+    await expect(verifyContent(writer, 'out', [tensor([1, 2, 3])])).rejects.toMatchObject({ code: 'VerifyMismatch', tensor: 'w' });
+    await expect(verifyContent(writer, 'out', [tensor([1, 2, 4])])).resolves.toBeUndefined();
+  });
+});

@@ -38,6 +38,7 @@ export type ErrorCode =
   | 'UnknownFormat'
   | 'UnsupportedFormat'
   | 'InvalidOption'
+  | 'VerifyMismatch'
   // pickles and PyTorch checkpoints
   | 'PickleInvalid'
   | 'PickleUnsupportedOpcode'
