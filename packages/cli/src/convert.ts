@@ -130,12 +130,26 @@ function inputFiles(input: string, tensors: readonly TensorDescriptor[]): string
 }
 
 /**
+ * How to read an output back as what was written. A .npy holds no name: a one-tensor output is read
+ * under the name it was written from. NumPy has no float8 descr: one-byte floats other than
+ * E5M2 go out as `<V1`, read back as the one such dtype written (two cannot be told apart).
+ */
+function readBackOptions(tensors: readonly TensorDescriptor[]): OpenOptions {
+  const void1 = new Set(tensors.filter((t) => t.dtype.startsWith('F8_') && t.dtype !== 'F8_E5M2').map((t) => t.dtype));
+  return {
+    ...(tensors.length === 1 ? { name: tensors[0]!.name } : {}),
+    ...(void1.size === 1 ? { void1: [...void1][0]! } : {}),
+  };
+}
+
+/**
  * Re-reads what was written: the output (the file, or the directory: index and every shard) must
  * pass the format's validator, and opening it must give the tensor names, dtypes and shapes that
  * were written.
  */
 async function verifyWritten(writer: FormatHandler, output: string, tensors: readonly TensorDescriptor[]): Promise<void> {
-  const first = writer.validate ? (await writer.validate(output)).errors[0] : undefined;
+  const readBack = readBackOptions(tensors);
+  const first = writer.validate ? (await writer.validate(output, readBack)).errors[0] : undefined;
   if (first) {
     throw new TensorportError(first.code as ErrorCode, `the written output failed validation: ${first.message}`, {
       path: first.path ?? output,
@@ -143,8 +157,7 @@ async function verifyWritten(writer: FormatHandler, output: string, tensors: rea
       ...(first.offset === undefined ? {} : { offset: Number(first.offset) }),
     });
   }
-  // A .npy holds no name: a one-tensor output is read back under the name it was written from.
-  const back = await writer.open(output, tensors.length === 1 ? { name: tensors[0]!.name } : undefined);
+  const back = await writer.open(output, readBack);
   try {
     const expected = new Map(tensors.map((t) => [t.name, t]));
     const differs = (t: TensorDescriptor): boolean => {

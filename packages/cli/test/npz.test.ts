@@ -6,6 +6,7 @@ import { REPO, listDir, safetensorsFile, tempDir, tensorDigests, tensorport } fr
 
 const NPZ = join(REPO, 'fixtures/npz');
 const py = await requirePython(['numpy']);
+const pyMl = await requirePython(['numpy', 'ml_dtypes']);
 
 /** The hostile archives the fixture notes describe as malformed (the others are odd but valid ZIPs). */
 const MALFORMED = [
@@ -154,6 +155,22 @@ import sys, numpy as np
 a = np.load(sys.argv[1]); b = np.load(sys.argv[2])
 print(a.shape == b.shape and a.dtype == b.dtype and (a == b).all())
 `, { args: [join(NPZ, 'npy/fortran_3d.npy'), join(dir, 'x.npy')] });
+    expect(out.trim()).toBe('True');
+  });
+});
+
+describe.skipIf(!pyMl)('interop with ml_dtypes', () => {
+  it('a float8 .npy (<V1) read with --void1 and written back as npz holds the values ml_dtypes reads', async () => {
+    const dir = await tempDir();
+    const src = join(NPZ, 'npy/f8e4m3fn.npy');
+    expect((await tensorport('convert', src, join(dir, 'x.safetensors'), '--void1', 'F8_E4M3')).code).toBe(0);
+    expect((await tensorport('convert', join(dir, 'x.safetensors'), join(dir, 'x.npz'))).code).toBe(0);
+    const out = await runPython(pyMl!.exe, `
+import sys, numpy as np, ml_dtypes
+a = np.load(sys.argv[1]).view(ml_dtypes.float8_e4m3fn)
+b = np.load(sys.argv[2])["f8e4m3fn"].view(ml_dtypes.float8_e4m3fn)
+print(a.shape == b.shape and a.astype(np.float32).tobytes() == b.astype(np.float32).tobytes() and a.size > 0)
+`, { args: [src, join(dir, 'x.npz')] });
     expect(out.trim()).toBe('True');
   });
 });
