@@ -11,3 +11,5 @@ export { probe, detectInput } from './probe.ts';
 export { parseSize, formatBytes } from './size.ts';
 export { main, EXIT_OK, EXIT_FAILED, EXIT_USAGE, type CliIO } from './program.ts';
 export { quantize, dequantize, repack, type QuantizeOptions, type DequantizeOptions, type RepackOptions, type MlxCommandResult, type MlxLayerInfo, type RepackReportEntry } from './mlx/run.ts';
+export { identifyPath, type IdentifyReport } from './commands/identify.ts';
+export { diffPaths, type DiffPathsOptions, type DiffPathsResult } from './commands/diff.ts';

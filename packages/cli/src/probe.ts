@@ -34,7 +34,8 @@ export async function probe(path: string): Promise<Probe> {
     // One detection for every command: core's identify (magic numbers, safetensors header, ZIP
     // member names); the coarse fields below are what the format handlers test.
     const identified = await identify(source, { codec: nodeZlibCodec });
-    const content = COARSE[identified.kind];
+    // MLX quantized weights are read by their container's handler (safetensors or npz).
+    const content = identified.container === 'npz' ? 'zip' : COARSE[identified.kind];
     const torch = TORCH_KINDS[identified.kind] ?? null;
     const zipMembers = content === 'zip' && torch === null ? (identified.members ?? null) : null;
     return { path, isDirectory: false, content, entries: [], torch, zipMembers, identified };

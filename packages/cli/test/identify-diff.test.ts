@@ -178,3 +178,14 @@ describe('convert --verify', () => {
     await expect(verifyContent(writer, 'out', [tensor([1, 2, 4])])).resolves.toBeUndefined();
   });
 });
+
+describe('one detection for every command', () => {
+  it('MLX quantized weights in an .npz are read by the npz handler, in safetensors by the safetensors one', async () => {
+    const npz = await tensorport('inspect', join(IDENTIFY, 'mlx-quantized.npz'), '--json');
+    expect(npz.code, npz.stderr).toBe(0);
+    expect(JSON.parse(npz.stdout).format).toBe('npz');
+    const st = await tensorport('inspect', join(IDENTIFY, 'mlx-quantized.safetensors'), '--json');
+    expect(st.code, st.stderr).toBe(0);
+    expect(JSON.parse(st.stdout).format).toBe('safetensors');
+  });
+});
