@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // Rewrites a large safetensors file with `tensorport convert` and compares it with `cp` of the same
 // file and with the Python reference (safetensors load_file + save_file), in one run.
-// Usage: node bench/safetensors-rewrite.mjs [--gib 2] [--dir DIR] [--runs 3]
+// Usage: node bench/safetensors-rewrite.mjs [--gib 2] [--dir DIR] [--runs 3] [--keep]
 import { mkdirSync, openSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CLI, ROOT, findPython, fmtRate, measure, median, requireBuild } from './lib.mjs';
 
 const { values } = parseArgs({
-  options: { gib: { type: 'string', default: '2' }, dir: { type: 'string', default: join(ROOT, 'bench/out') }, runs: { type: 'string', default: '3' } },
+  options: { gib: { type: 'string', default: '2' }, dir: { type: 'string', default: join(ROOT, 'bench/out') }, runs: { type: 'string', default: '3' }, keep: { type: 'boolean', default: false } },
 });
 requireBuild();
 const gib = Number(values.gib);
@@ -72,4 +72,4 @@ console.log(`\n| tool | time (s, median of ${runs}) | throughput | vs cp | peak 
 for (const r of rows) {
   console.log(`| ${r.label} | ${r.secs.toFixed(2)} | ${fmtRate(size, r.secs)} | ${(cp / r.secs).toFixed(2)}× | ${r.rss.toFixed(0)} |`);
 }
-if (!process.argv.includes('--keep')) rmSync(input, { force: true });
+if (!values.keep) rmSync(input, { force: true });
