@@ -49,6 +49,7 @@ const COARSE: Readonly<Record<Identification['kind'], string>> = {
   safetensors: 'safetensors',
   'mlx-quantized': 'safetensors',
   'safetensors-index': 'json',
+  'torch-index': 'json',
   json: 'json',
   npy: 'npy',
   npz: 'zip',

@@ -125,6 +125,8 @@ describe('identify: formats from their bytes', () => {
   it('JSON: a shard index (weight_map) vs other JSON', async () => {
     expect((await id(enc.encode('{"metadata":{"total_size":8},"weight_map":{"w":"a.safetensors"}}'), 'model.safetensors.index.json')).kind).toBe('safetensors-index');
     expect((await id(enc.encode('{"hidden_size":8}'), 'config.json')).kind).toBe('json');
+    const torchIndex = '{"metadata":{"total_size":8},"weight_map":{"w":"pytorch_model-00001-of-00002.bin"}}';
+    expect((await id(enc.encode(torchIndex), 'pytorch_model.bin.index.json')).kind).toBe('torch-index');
   });
 
   it('ONNX heuristic: ir_version then ModelProto fields; near misses are unknown', async () => {

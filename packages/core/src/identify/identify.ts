@@ -116,7 +116,7 @@ async function classify(
     case 'safetensors':
       return classifySafetensors(r, head, details, warnings, options);
     case 'json':
-      return { kind: await isShardIndex(r, head) ? 'safetensors-index' : 'json' };
+      return { kind: await shardIndexKind(r, head) };
     default:
       break;
   }
@@ -160,9 +160,12 @@ async function hdf5AtUserBlock(r: CountingReader, details: Record<string, string
   return false;
 }
 
-async function isShardIndex(r: CountingReader, head: Uint8Array): Promise<boolean> {
+/** A shard index: `"weight_map"` in the window; torch's when its shards are `.bin` files. */
+async function shardIndexKind(r: CountingReader, head: Uint8Array): Promise<IdentifiedKind> {
   const window = head.length >= Math.min(INDEX_WINDOW, r.source.size) ? head : await r.read(0, INDEX_WINDOW);
-  return new TextDecoder('utf-8', { fatal: false }).decode(window).includes('"weight_map"');
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(window);
+  if (!text.includes('"weight_map"')) return 'json';
+  return /\.bin"/.test(text) && !/\.safetensors"/.test(text) ? 'torch-index' : 'safetensors-index';
 }
 
 async function classifySafetensors(

@@ -2,6 +2,7 @@
 export type IdentifiedKind =
   | 'safetensors'
   | 'safetensors-index'
+  | 'torch-index'
   | 'mlx-quantized'
   | 'npy'
   | 'npz'
@@ -36,6 +37,11 @@ export const KINDS: Readonly<Record<IdentifiedKind, KindInfo>> = {
     can: 'convert, inspect, validate (with its shards)',
     extensions: ['.json'],
   },
+  'torch-index': {
+    what: 'a sharded PyTorch index (JSON with weight_map naming .bin shards)',
+    can: 'convert, inspect, validate (with its shards)',
+    extensions: ['.json'],
+  },
   'mlx-quantized': {
     what: 'MLX quantized weights (U32 packed .weight with .scales)',
     can: 'inspect, dequantize, repack, convert',
@@ -52,7 +58,7 @@ export const KINDS: Readonly<Record<IdentifiedKind, KindInfo>> = {
   },
   pickle: { what: 'a bare Python pickle', can: 'scan only; not supported for conversion: no tensor layout to read', extensions: ['.pkl', '.pickle', '.pt', '.pth', '.bin'] },
   gguf: { what: 'a GGUF file (llama.cpp)', can: 'not supported: GGUF is identified only', extensions: ['.gguf'] },
-  hdf5: { what: 'an HDF5 file (Keras/TF .h5)', can: 'not supported: HDF5 is identified only', extensions: ['.h5', '.hdf5', '.keras', '.weights.h5'] },
+  hdf5: { what: 'an HDF5 file (Keras/TF .h5)', can: 'not supported: HDF5 is identified only', extensions: ['.h5', '.hdf5', '.weights.h5'] },
   onnx: { what: 'an ONNX model (protobuf ModelProto)', can: 'not supported: ONNX is identified only', extensions: ['.onnx'] },
   'matlab-live-script': {
     what: 'a MATLAB Live Script (a ZIP/OPC package with [Content_Types].xml), not MLX weights: MLX weights ship as .safetensors or .npz',
