@@ -189,3 +189,22 @@ describe('one detection for every command', () => {
     expect(JSON.parse(st.stdout).format).toBe('safetensors');
   });
 });
+
+describe('identify directories and diff across formats', () => {
+  it('a sharded checkpoint directory is named by its layout; one without a checkpoint says so', async () => {
+    const r = await tensorport('identify', '--json', join(REPO, 'fixtures/safetensors/sharded'), join(REPO, 'fixtures/torch'));
+    expect(r.code).toBe(0);
+    const [sharded, other] = JSON.parse(r.stdout);
+    expect(sharded).toMatchObject({ kind: 'directory', what: 'a safetensors checkpoint directory' });
+    expect(other.can).toBe('not supported');
+  });
+
+  it('an npz and the safetensors converted from it diff equal', async () => {
+    const dir = await tempDir();
+    const st = join(dir, 'arrays.safetensors');
+    expect((await tensorport('convert', join(IDENTIFY, 'arrays.npz'), st)).code).toBe(0);
+    const r = await tensorport('diff', join(IDENTIFY, 'arrays.npz'), st, '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ equal: true, compared: 2, formats: ['npz', 'safetensors'] });
+  });
+});
