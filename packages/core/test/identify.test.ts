@@ -148,6 +148,33 @@ describe('identify: formats from their bytes', () => {
     expect(r.warnings[0]!.code).toMatch(/^Zip/);
   });
 
+  it('a ZIP whose end record declares a 100 MB central directory is refused without reading it', async () => {
+    const eocd = new Uint8Array(22);
+    const v = new DataView(eocd.buffer);
+    v.setUint32(0, 0x06054b50, true);
+    v.setUint16(8, 1, true);
+    v.setUint16(10, 1, true);
+    v.setUint32(12, 100_000_000, true);
+    v.setUint32(16, 0, true);
+    const r = await id(eocd);
+    expect(r.kind).toBe('zip');
+    expect(r.warnings[0]!.code).toMatch(/^Zip/);
+    expect(r.bytesRead).toBeLessThan(70 * 1024);
+  });
+
+  it('a safetensors header length pointing past the file is not safetensors; an unparsable header is, with a warning', async () => {
+    const lie = new Uint8Array(64);
+    new DataView(lie.buffer).setBigUint64(0, 1000n, true);
+    lie[8] = 0x7b;
+    expect((await id(lie)).kind).not.toBe('safetensors');
+    const bad = new Uint8Array(24);
+    new DataView(bad.buffer).setBigUint64(0, 16n, true);
+    bad.set(enc.encode('{"w":{"dtype":1}'), 8);
+    const r = await id(bad, 'x.safetensors');
+    expect(r.kind).toBe('safetensors');
+    expect(r.warnings[0]!.message).toMatch(/header is invalid/);
+  });
+
   it('reads a few KB of a large safetensors file, not its data', async () => {
     const big = validFile([['w', 'F32', [1 << 18], 1 << 20]]);
     const r = await id(big);
