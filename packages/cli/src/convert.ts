@@ -92,7 +92,7 @@ export async function convert(options: ConvertOptions): Promise<ConvertResult> {
     const writtenPath = directory && written.length > 1 ? output : written[0]!;
     await verifyWritten(writer, writtenPath, tensors);
     const verified = options.verify === true;
-    if (verified) await verifyContent(writer, writtenPath, tensors);
+    if (verified) await verifyContent(writer, writtenPath, tensors, readBackOptions(tensors));
     return { input: options.input, output, from: checkpoint.format, to: writer.name, files: written, tensors: tensors.length, bytes: result.bytes, cast, verified, warnings };
   } catch (e) {
     // The writer leaves nothing behind when it fails; this removes what it committed before a

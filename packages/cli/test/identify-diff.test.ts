@@ -166,6 +166,16 @@ describe('convert --verify', () => {
     expect(JSON.parse(plain.stdout).verified).toBe(false);
   });
 
+  it('verifies outputs that need read-back options: a named .npy, a float8 npz (<V1)', async () => {
+    const dir = await tempDir();
+    const npy = await tensorport('convert', join(REPO, 'fixtures/safetensors/dtype_F32.safetensors'), join(dir, 'one.npy'), '--verify', '--json');
+    expect(npy.code, npy.stderr).toBe(0);
+    expect(JSON.parse(npy.stdout).verified).toBe(true);
+    const f8 = await tensorport('convert', join(REPO, 'fixtures/safetensors/dtype_F8_E4M3.safetensors'), join(dir, 'f8.npz'), '--verify', '--json');
+    expect(f8.code, f8.stderr).toBe(0);
+    expect(JSON.parse(f8.stdout).verified).toBe(true);
+  });
+
   it('an output that reads back with other values is a VerifyMismatch naming the tensor', async () => {
     const { verifyContent } = await import('../src/verify.ts');
     const { BytesSource } = await import('@tensorport/core');
@@ -174,8 +184,8 @@ describe('convert --verify', () => {
       return { name: 'w', dtype: 'U8' as const, shape: [data.length], byteLength: data.length, range: { source: new BytesSource(data), offset: 0 }, async *chunks() { yield data; } };
     };
     const writer = { name: 'fake', extensions: [], detect: () => false, open: async () => ({ format: 'fake', metadata: null, tensors: [tensor([1, 2, 4])], close: async () => undefined }) };
-    await expect(verifyContent(writer, 'out', [tensor([1, 2, 3])])).rejects.toMatchObject({ code: 'VerifyMismatch', tensor: 'w' });
-    await expect(verifyContent(writer, 'out', [tensor([1, 2, 4])])).resolves.toBeUndefined();
+    await expect(verifyContent(writer, 'out', [tensor([1, 2, 3])], {})).rejects.toMatchObject({ code: 'VerifyMismatch', tensor: 'w' });
+    await expect(verifyContent(writer, 'out', [tensor([1, 2, 4])], {})).resolves.toBeUndefined();
   });
 });
 
