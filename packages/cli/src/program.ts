@@ -164,9 +164,9 @@ Examples:
 
   program
     .command('convert')
-    .description('Convert a checkpoint to safetensors (one file, or shards + index), then validate what was written')
-    .argument('<input>', 'a safetensors file (detected by content, any extension), a sharded checkpoint directory or its index.json')
-    .argument('<output>', "a file path, or a directory (existing, or ending with '/') that receives model.safetensors or shards + index")
+    .description('Convert between safetensors, npz, npy and PyTorch .pt (the output extension picks the format), then validate what was written')
+    .argument('<input>', 'a checkpoint file (format detected by content, any extension), a sharded checkpoint directory or its index.json')
+    .argument('<output>', "a file path (.safetensors, .npz, .npy, .pt/.pth/.bin/.ckpt), or a directory (existing, or ending with '/') that receives model.safetensors or safetensors shards + index")
     .addOption(new Option('--dtype <dtype>', 'cast F16/BF16/F32/F64 tensors to f16, bf16 or f32 (other dtypes are kept)').argParser(parseDtype))
     .addOption(
       new Option('--max-shard-size <size>', 'largest shard when the output is a directory (5GB = 5e9 bytes, 5GiB = 5·2^30)')
