@@ -18,6 +18,8 @@ export interface ConvertOptions {
   maxShardSize?: number;
   /** Replace existing outputs (never the input). */
   force?: boolean;
+  /** fsync outputs before renaming them into place (default true). */
+  fsync?: boolean;
   /** Output format (safetensors, npz, npy, torch); default from the output's extension, else safetensors. */
   to?: string;
   /** npz output: deflate members (np.savez_compressed). */
@@ -83,6 +85,7 @@ export async function convert(options: ConvertOptions): Promise<ConvertResult> {
     if (dtype !== undefined) warnings.push(...keptDtypes(checkpoint.tensors, dtype));
     const result = await writer.write(tensors, checkpoint.metadata, options.output, {
       force: options.force === true,
+      fsync: options.fsync !== false,
       ...(options.compress ? { compress: true } : {}),
       inputs: inputFiles(options.input, checkpoint.tensors),
       ...(options.maxShardSize === undefined ? {} : { maxShardSize: options.maxShardSize }),

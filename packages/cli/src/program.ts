@@ -176,6 +176,7 @@ Examples:
     .option('--force', 'replace an existing output')
     .option('--json', 'print the result as JSON (files, tensors, bytes, warnings)')
     .option('--compress', 'npz output: deflate members (np.savez_compressed); stored by default')
+    .option('--no-fsync', 'skip fsync before the final rename: faster, but a power loss right after may leave an empty output')
     .option('--void1 <dtype>', 'npz/npy input: the one-byte dtype of <V1 arrays (ml_dtypes float8, e.g. F8_E4M3)')
     .option('--name <name>', 'npy input: the tensor name (default: the file stem)')
     .option('--select <path>', 'torch input: dotted path of the subtree holding the tensors (state_dict, model)')
@@ -201,7 +202,7 @@ Examples:
       async (
         input: string,
         output: string,
-        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean; compress?: boolean; verify?: boolean } & ReadFlags,
+        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean; compress?: boolean; verify?: boolean; fsync: boolean } & ReadFlags,
         command: Command,
       ) => {
         const bar = opts.json ? null : { current: null as ProgressBar | null };
@@ -212,6 +213,7 @@ Examples:
           // Only an explicit --max-shard-size makes a sharded write into a file path an error.
           ...(command.getOptionValueSource('maxShardSize') === 'default' ? {} : { maxShardSize: opts.maxShardSize }),
           force: opts.force === true,
+          fsync: opts.fsync,
           ...(opts.compress ? { compress: true } : {}),
           read: readOptions(opts),
           verify: opts.verify === true,

@@ -17,6 +17,17 @@ describe('convert: round trips', () => {
     expect(await fileSha256(out)).toBe((await manifest('minimal.safetensors')).fileSha256);
   });
 
+  it('--no-fsync writes the same bytes (only durability is traded), for safetensors and npz outputs', async () => {
+    const dir = await tempDir();
+    for (const name of ['a.safetensors', 'a.npz']) {
+      const synced = await tensorport('convert', transformer, join(dir, `synced-${name}`));
+      const fast = await tensorport('convert', transformer, join(dir, `fast-${name}`), '--no-fsync');
+      expect(synced.code, synced.stderr).toBe(0);
+      expect(fast.code, fast.stderr).toBe(0);
+      expect(await fileSha256(join(dir, `fast-${name}`))).toBe(await fileSha256(join(dir, `synced-${name}`)));
+    }
+  });
+
   it('--dtype f16 / bf16 casts float values exactly and keeps names and shapes', async () => {
     const dir = await tempDir();
     // Encodings are the IEEE bit patterns. 65504 (F16's max) has 11 significant bits: BF16 keeps 8,

@@ -74,7 +74,7 @@ export const npzFormat: FormatHandler = {
 
   async write(tensors, _metadata, outPath, options): Promise<WriteResult> {
     await fileTarget(outPath, options, 'npz');
-    const sink = await FileSink.create(outPath, { force: options.force });
+    const sink = await FileSink.create(outPath, { force: options.force, fsync: options.fsync !== false });
     const r = await writeNpz(withProgress(tensors, options), sink, { compress: options.compress === true, codec: nodeZlibCodec });
     return { files: [resolve(outPath)], bytes: r.bytesWritten };
   },
@@ -94,7 +94,7 @@ export const npyFormat: FormatHandler = {
       throw new TensorportError('InvalidOption', `a .npy holds one array; the input has ${tensors.length} tensors (write an .npz instead)`, { path: outPath });
     }
     await fileTarget(outPath, options, 'npy');
-    const sink = await FileSink.create(outPath, { force: options.force });
+    const sink = await FileSink.create(outPath, { force: options.force, fsync: options.fsync !== false });
     const r = await writeNpy(withProgress(tensors, options)[0]!, sink);
     return { files: [resolve(outPath)], bytes: r.bytesWritten };
   },

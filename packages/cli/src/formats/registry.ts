@@ -36,6 +36,8 @@ export interface WriteOptions {
   compress?: boolean;
   /** Replace existing output files. */
   force: boolean;
+  /** fsync each output before it is renamed into place (default true: a crash cannot leave an empty file under the output's name). */
+  fsync?: boolean;
   /** Directory outputs: largest shard in tensor bytes. */
   maxShardSize?: number;
   /** Paths being read; an output that would replace one of them is refused (SameInputOutput). */

@@ -30,6 +30,7 @@ export const safetensorsFormat: FormatHandler = {
   async write(tensors, metadata, outPath, options) {
     const result = await writeCheckpointPath(tensors, metadata, outPath, {
       force: options.force,
+      fsync: options.fsync !== false,
       inputs: options.inputs,
       ...(options.maxShardSize === undefined ? {} : { maxShardSize: options.maxShardSize }),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),

@@ -73,7 +73,7 @@ export const torchFormat: FormatHandler = {
     if (!TORCH_EXTENSIONS.includes(ext)) {
       throw new TensorportError('InvalidOption', `a torch output is one file ending in ${TORCH_EXTENSIONS.join(', ')}; got ${outPath}`, { path: outPath });
     }
-    await writeTorchCheckpointFile({ tensors: withProgress(tensors, options), metadata }, outPath, { force: options.force, inputs: options.inputs });
+    await writeTorchCheckpointFile({ tensors: withProgress(tensors, options), metadata }, outPath, { force: options.force, fsync: options.fsync !== false, inputs: options.inputs });
     return { files: [resolve(outPath)], bytes: (await stat(outPath)).size };
   },
 
