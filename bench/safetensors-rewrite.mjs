@@ -60,7 +60,9 @@ function bench(label, cmd, args) {
 // Warm the page cache once so every contender reads from memory alike.
 measure('cat', [input], { stdio: ['ignore', 'ignore', 'pipe'] });
 const cp = bench('cp', 'cp', [input, out]);
-bench('tensorport convert', process.execPath, [CLI, 'convert', input, out, '--force']);
+bench('cp && sync (durable, like our default)', 'sh', ['-c', 'cp "$1" "$2" && sync "$2"', 'sh', input, out]);
+bench('tensorport convert (default: fsync)', process.execPath, [CLI, 'convert', input, out, '--force']);
+bench('tensorport convert --no-fsync', process.execPath, [CLI, 'convert', input, out, '--force', '--no-fsync']);
 const py = findPython(['safetensors', 'numpy']);
 if (py) {
   bench('python safetensors load_file+save_file', py, ['-c', 'import sys; from safetensors.numpy import load_file, save_file; d = load_file(sys.argv[1]); save_file(d, sys.argv[2], metadata={"format": "pt"})', input, out]);

@@ -15,11 +15,11 @@ export interface FileSinkOptions {
    * or partial file under the target's name. Default true; see docs/architecture.md for the cost.
    */
   fsync?: boolean;
-  /** Write-behind buffer size; two are used (one filling, one being written). Default 8 MiB. */
+  /** Write-behind buffer size; two are used (one filling, one being written). Default 4 MiB, like DEFAULT_CHUNK. */
   bufferSize?: number;
 }
 
-const DEFAULT_BUFFER = 8 * 1024 * 1024;
+const DEFAULT_BUFFER = 4 * 1024 * 1024;
 
 /**
  * A file written all-or-nothing: bytes go to a temp file beside the target (same directory, so the
