@@ -1,6 +1,6 @@
 // Shared helpers for the benchmark scripts: timing whole commands with their peak RSS.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -42,3 +42,34 @@ export function findPython(modules) {
 }
 
 export const fmtRate = (bytes, secs) => `${(bytes / secs / 1e9).toFixed(2)} GB/s`;
+
+/**
+ * Contenders writing the same output from the same input, each run `runs` times (the output is
+ * removed before every run). The page cache is warmed once first, so all read from memory alike.
+ */
+export function contest({ input, out, runs }) {
+  const rows = [];
+  measure('cat', [input], { stdio: ['ignore', 'ignore', 'pipe'] });
+  return {
+    rows,
+    /** Runs one contender; returns its row { label, secs (median), rss (max MiB) }. */
+    run(label, cmd, args) {
+      const res = [];
+      for (let r = 0; r < runs; r++) {
+        rmSync(out, { force: true });
+        res.push(measure(cmd, args));
+      }
+      const row = { label, secs: median(res.map((x) => x.secs)), rss: Math.max(...res.map((x) => x.rssMiB)) };
+      rows.push(row);
+      return row;
+    },
+    /** Prints the Markdown table, throughput from `bytes`, ratios against `baseline` (a row). */
+    print(bytes, baseline) {
+      rmSync(out, { force: true });
+      console.log(`\n| tool | time (s, median of ${runs}) | throughput | vs ${baseline.label} | peak RSS (MiB) |\n|---|---|---|---|---|`);
+      for (const r of rows) {
+        console.log(`| ${r.label} | ${r.secs.toFixed(2)} | ${fmtRate(bytes, r.secs)} | ${(baseline.secs / r.secs).toFixed(2)}× | ${r.rss.toFixed(0)} |`);
+      }
+    },
+  };
+}

@@ -6,7 +6,7 @@
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, ROOT, findPython, fmtRate, measure, median, requireBuild } from './lib.mjs';
+import { CLI, ROOT, contest, findPython, measure, requireBuild } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -45,29 +45,11 @@ with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
 console.log(`bench: npz → safetensors, ${gib} GiB stored npz in ${values.dir}`);
 const size = statSync(input).size;
 const out = join(values.dir, 'npz-out.safetensors');
-const rows = [];
-function bench(label, cmd, args) {
-  const res = [];
-  for (let r = 0; r < runs; r++) {
-    rmSync(out, { force: true });
-    res.push(measure(cmd, args));
-  }
-  const secs = median(res.map((x) => x.secs));
-  const rss = Math.max(...res.map((x) => x.rssMiB));
-  rows.push({ label, secs, rss });
-  return secs;
-}
-// Warm the page cache once so every contender reads from memory alike.
-measure('cat', [input], { stdio: ['ignore', 'ignore', 'pipe'] });
-const cp = bench('cp', 'cp', [input, out]);
-bench('tensorport convert', process.execPath, [CLI, 'convert', input, out, '--force']);
-const ours = rows.at(-1);
-bench('numpy np.load + safetensors.numpy.save_file', py, ['-c', 'import sys, numpy as np; from safetensors.numpy import save_file; z = np.load(sys.argv[1]); save_file({k: z[k] for k in z.files}, sys.argv[2])', input, out]);
-rmSync(out, { force: true });
-console.log(`\n| tool | time (s, median of ${runs}) | throughput | vs cp | peak RSS (MiB) |\n|---|---|---|---|---|`);
-for (const r of rows) {
-  console.log(`| ${r.label} | ${r.secs.toFixed(2)} | ${fmtRate(size, r.secs)} | ${(cp / r.secs).toFixed(2)}× | ${r.rss.toFixed(0)} |`);
-}
+const c = contest({ input, out, runs });
+const cp = c.run('cp', 'cp', [input, out]);
+const ours = c.run('tensorport convert', process.execPath, [CLI, 'convert', input, out, '--force']);
+c.run('numpy np.load + safetensors.numpy.save_file', py, ['-c', 'import sys, numpy as np; from safetensors.numpy import save_file; z = np.load(sys.argv[1]); save_file({k: z[k] for k in z.files}, sys.argv[2])', input, out]);
+c.print(size, cp);
 if (!values.keep) rmSync(input, { force: true });
 if (ours.rss >= RSS_LIMIT_MIB) {
   console.error(`bench: FAIL: tensorport peak RSS ${ours.rss.toFixed(0)} MiB is not under ${RSS_LIMIT_MIB} MiB`);

@@ -5,7 +5,7 @@
 import { mkdirSync, openSync, rmSync, statSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, ROOT, findPython, fmtRate, measure, median, requireBuild } from './lib.mjs';
+import { CLI, ROOT, contest, findPython, measure, requireBuild } from './lib.mjs';
 
 const { values } = parseArgs({
   options: { gib: { type: 'string', default: '2' }, dir: { type: 'string', default: join(ROOT, 'bench/out') }, runs: { type: 'string', default: '3' }, keep: { type: 'boolean', default: false } },
@@ -45,33 +45,16 @@ console.log(`bench: safetensors rewrite, ${gib} GiB input in ${values.dir}`);
 makeInput();
 const size = statSync(input).size;
 const out = join(values.dir, 'rewrite-out.safetensors');
-const rows = [];
-function bench(label, cmd, args) {
-  const res = [];
-  for (let r = 0; r < runs; r++) {
-    rmSync(out, { force: true });
-    res.push(measure(cmd, args));
-  }
-  const secs = median(res.map((x) => x.secs));
-  const rss = Math.max(...res.map((x) => x.rssMiB));
-  rows.push({ label, secs, rss });
-  return secs;
-}
-// Warm the page cache once so every contender reads from memory alike.
-measure('cat', [input], { stdio: ['ignore', 'ignore', 'pipe'] });
-const cp = bench('cp', 'cp', [input, out]);
-bench('cp && sync (durable, like our default)', 'sh', ['-c', 'cp "$1" "$2" && sync "$2"', 'sh', input, out]);
-bench('tensorport convert (default: fsync)', process.execPath, [CLI, 'convert', input, out, '--force']);
-bench('tensorport convert --no-fsync', process.execPath, [CLI, 'convert', input, out, '--force', '--no-fsync']);
+const c = contest({ input, out, runs });
+const cp = c.run('cp', 'cp', [input, out]);
+c.run('cp && sync (durable, like our default)', 'sh', ['-c', 'cp "$1" "$2" && sync "$2"', 'sh', input, out]);
+c.run('tensorport convert (default: fsync)', process.execPath, [CLI, 'convert', input, out, '--force']);
+c.run('tensorport convert --no-fsync', process.execPath, [CLI, 'convert', input, out, '--force', '--no-fsync']);
 const py = findPython(['safetensors', 'numpy']);
 if (py) {
-  bench('python safetensors load_file+save_file', py, ['-c', 'import sys; from safetensors.numpy import load_file, save_file; d = load_file(sys.argv[1]); save_file(d, sys.argv[2], metadata={"format": "pt"})', input, out]);
+  c.run('python safetensors load_file+save_file', py, ['-c', 'import sys; from safetensors.numpy import load_file, save_file; d = load_file(sys.argv[1]); save_file(d, sys.argv[2], metadata={"format": "pt"})', input, out]);
 } else {
   console.log('(python with safetensors+numpy not found: reference row skipped)');
 }
-rmSync(out, { force: true });
-console.log(`\n| tool | time (s, median of ${runs}) | throughput | vs cp | peak RSS (MiB) |\n|---|---|---|---|---|`);
-for (const r of rows) {
-  console.log(`| ${r.label} | ${r.secs.toFixed(2)} | ${fmtRate(size, r.secs)} | ${(cp / r.secs).toFixed(2)}× | ${r.rss.toFixed(0)} |`);
-}
+c.print(size, cp);
 if (!values.keep) rmSync(input, { force: true });

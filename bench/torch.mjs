@@ -6,7 +6,7 @@
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, ROOT, findPython, fmtRate, measure, median, requireBuild } from './lib.mjs';
+import { CLI, ROOT, contest, findPython, measure, requireBuild } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -45,29 +45,11 @@ print(torch.__version__)
 console.log(`bench: torch.save checkpoint → safetensors, ${gib} GiB in ${values.dir} (torch ${made.stdout.trim()})`);
 const size = statSync(input).size;
 const out = join(values.dir, 'torch-out.safetensors');
-const rows = [];
-function bench(label, cmd, args) {
-  const res = [];
-  for (let r = 0; r < runs; r++) {
-    rmSync(out, { force: true });
-    res.push(measure(cmd, args));
-  }
-  const secs = median(res.map((x) => x.secs));
-  const rss = Math.max(...res.map((x) => x.rssMiB));
-  rows.push({ label, secs, rss });
-  return secs;
-}
-// Warm the page cache once so every contender reads from memory alike.
-measure('cat', [input], { stdio: ['ignore', 'ignore', 'pipe'] });
-const cp = bench('cp', 'cp', [input, out]);
-bench('tensorport convert', process.execPath, [CLI, 'convert', input, out, '--force']);
-const ours = rows.at(-1);
-bench('torch.load(weights_only=True) + safetensors.torch.save_file', py, ['-c', 'import sys, torch; from safetensors.torch import save_file; save_file(torch.load(sys.argv[1], weights_only=True), sys.argv[2], metadata={"format": "pt"})', input, out]);
-rmSync(out, { force: true });
-console.log(`\n| tool | time (s, median of ${runs}) | throughput | vs cp | peak RSS (MiB) |\n|---|---|---|---|---|`);
-for (const r of rows) {
-  console.log(`| ${r.label} | ${r.secs.toFixed(2)} | ${fmtRate(size, r.secs)} | ${(cp / r.secs).toFixed(2)}× | ${r.rss.toFixed(0)} |`);
-}
+const c = contest({ input, out, runs });
+const cp = c.run('cp', 'cp', [input, out]);
+const ours = c.run('tensorport convert', process.execPath, [CLI, 'convert', input, out, '--force']);
+c.run('torch.load(weights_only=True) + safetensors.torch.save_file', py, ['-c', 'import sys, torch; from safetensors.torch import save_file; save_file(torch.load(sys.argv[1], weights_only=True), sys.argv[2], metadata={"format": "pt"})', input, out]);
+c.print(size, cp);
 if (!values.keep) rmSync(input, { force: true });
 if (ours.rss >= RSS_LIMIT_MIB) {
   console.error(`bench: FAIL: tensorport peak RSS ${ours.rss.toFixed(0)} MiB is not under ${RSS_LIMIT_MIB} MiB`);
