@@ -1,5 +1,6 @@
 import type { DType } from './dtype.ts';
 import { TensorportError } from './errors.ts';
+import { exactChunks } from './tensor-chunks.ts';
 import {
   bf16ArrayToF16,
   bf16ArrayToF32,
@@ -96,15 +97,12 @@ async function* castChunks(desc: TensorDescriptor, convert: Converter, inBytes: 
   // Values split across source chunks are completed here; own buffer, so aligned.
   const staging = new Uint8Array(inChunk);
   let filled = 0;
-  let total = 0;
   const run = (src: Uint8Array): Uint8Array => {
     const out = new Uint8Array((src.byteLength / inBytes) * outBytes);
     convert(src, out);
     return out;
   };
-  for await (const chunk of desc.chunks(inChunk)) {
-    total += chunk.byteLength;
-    if (total > desc.byteLength) break;
+  for await (const chunk of exactChunks(desc, inChunk)) {
     let pos = 0;
     // Whole, aligned runs straight from the source chunk, skipping the copy.
     if (filled === 0 && chunk.byteOffset % inBytes === 0) {
@@ -123,9 +121,6 @@ async function* castChunks(desc: TensorDescriptor, convert: Converter, inBytes: 
         filled = 0;
       }
     }
-  }
-  if (total !== desc.byteLength) {
-    throw new TensorportError('TensorByteLengthMismatch', `tensor ${JSON.stringify(desc.name)} streamed ${total > desc.byteLength ? 'more than' : total} bytes, expected ${desc.byteLength}`, { tensor: desc.name });
   }
   if (filled > 0) yield run(staging.subarray(0, filled));
 }

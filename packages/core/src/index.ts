@@ -1,6 +1,7 @@
 export * from './errors.ts';
 export * from './dtype.ts';
 export * from './tensor.ts';
+export * from './tensor-chunks.ts';
 export * from './io/source.ts';
 export * from './io/sink.ts';
 export * from './safetensors/order.ts';

@@ -1,4 +1,4 @@
-import { TensorportError, ZipWriter, type ByteSink, type DeflateCodec, type Finding, type TensorDescriptor } from '@tensorport/core';
+import { exactChunks, TensorportError, ZipWriter, type ByteSink, type DeflateCodec, type Finding, type TensorDescriptor } from '@tensorport/core';
 import { fflateCodec } from './fflate-codec.ts';
 import { formatNpyHeader } from './npy-header.ts';
 
@@ -16,22 +16,9 @@ export interface NpyWriteResult {
   readonly warnings: readonly Finding[];
 }
 
-/** A tensor's bytes, refusing more or fewer than its byteLength. */
-async function* checkedChunks(t: TensorDescriptor): AsyncGenerator<Uint8Array> {
-  let n = 0;
-  for await (const c of t.chunks()) {
-    n += c.byteLength;
-    if (n > t.byteLength) break;
-    yield c;
-  }
-  if (n !== t.byteLength) {
-    throw new TensorportError('TensorByteLengthMismatch', `${t.name}: chunks hold ${n > t.byteLength ? 'more than' : 'only'} ${n > t.byteLength ? t.byteLength : n} bytes; byteLength is ${t.byteLength}`, { tensor: t.name });
-  }
-}
-
 async function* npyBytes(t: TensorDescriptor, warn: (f: Finding) => void): AsyncGenerator<Uint8Array> {
   yield formatNpyHeader(t.dtype, t.shape, t.name, warn);
-  yield* checkedChunks(t);
+  yield* exactChunks(t);
 }
 
 /** Runs `body`, then commits the sink; aborts it (no partial output) if anything fails. */

@@ -2,6 +2,7 @@ import { byteLength as expectedByteLength, isDType, type DType } from '../dtype.
 import { TensorportError } from '../errors.ts';
 import type { ByteSink } from '../io/sink.ts';
 import type { TensorDescriptor } from '../tensor.ts';
+import { exactChunks } from '../tensor-chunks.ts';
 import { writeOrder } from './order.ts';
 
 /** What the header needs to know about a tensor: no data. */
@@ -96,21 +97,11 @@ export async function streamSafetensors(
   opts.onProgress?.(done, total);
   for (const i of plan.order) {
     const t = tensors[i]!;
-    let streamed = 0;
-    for await (const chunk of t.chunks(opts.chunkSize)) {
-      streamed += chunk.byteLength;
-      if (streamed > t.byteLength) break;
+    for await (const chunk of exactChunks(t, opts.chunkSize)) {
       if (chunk.byteLength === 0) continue;
       await sink.write(chunk);
       done += chunk.byteLength;
       opts.onProgress?.(done, total);
-    }
-    if (streamed !== t.byteLength) {
-      throw new TensorportError(
-        'TensorByteLengthMismatch',
-        `tensor ${JSON.stringify(t.name)} streamed ${streamed > t.byteLength ? 'more than' : streamed} bytes, expected ${t.byteLength}`,
-        { tensor: t.name },
-      );
     }
   }
   return { bytes: total };

@@ -1,4 +1,4 @@
-import { TensorportError, ZipWriter, type ByteSink, type DeflateCodec, type TensorDescriptor } from '@tensorport/core';
+import { exactChunks, TensorportError, ZipWriter, type ByteSink, type DeflateCodec, type TensorDescriptor } from '@tensorport/core';
 import { dtypeInfo, torchDtypeFor, type TorchDtype } from './dtypes.ts';
 import { PickleWriter } from './pickle-writer.ts';
 
@@ -88,7 +88,7 @@ async function write(
   };
   await member('data.pkl', once(statePickle(entries)));
   await member('byteorder', once(new TextEncoder().encode('little')));
-  for (const p of planned) await member(`data/${p.key}`, exactly(input.tensors[p.key]!));
+  for (const p of planned) await member(`data/${p.key}`, exactChunks(input.tensors[p.key]!));
   await member('version', once(new TextEncoder().encode('3\n')));
   await zip.finish();
   return { tensors: entries.map(([n]) => n), aliases, droppedMetadata };
@@ -110,18 +110,6 @@ async function* once(b: Uint8Array): AsyncGenerator<Uint8Array> {
   yield b;
 }
 
-/** The tensor's chunks, which must add up to its byteLength: the pickle already declared its size. */
-async function* exactly(t: TensorDescriptor): AsyncGenerator<Uint8Array> {
-  let n = 0;
-  for await (const c of t.chunks()) {
-    n += c.byteLength;
-    if (n > t.byteLength) break;
-    yield c;
-  }
-  if (n !== t.byteLength) {
-    throw new TensorportError('TensorByteLengthMismatch', `${JSON.stringify(t.name)} streamed ${n > t.byteLength ? 'more than' : n} bytes, its byteLength is ${t.byteLength}`, { tensor: t.name });
-  }
-}
 
 /** `OrderedDict` of name → `_rebuild_tensor_v2/_v3(storage, 0, shape, C strides, False, OrderedDict())`. */
 function statePickle(entries: ReadonlyArray<[string, Planned]>): Uint8Array {
