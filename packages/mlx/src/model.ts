@@ -5,7 +5,7 @@
  * `total_size`, `total_parameters` (a quantized layer counts weight elements × 32 / bits) and the
  * sorted `weight_map`; config.json with the quantization sections.
  */
-import { abortQuietly, compareUtf8, elementCount, planSafetensors, shardFileName, streamSafetensors, type ByteSink, type TensorDescriptor, type WriteOptions } from '@tensorport/core';
+import { compareUtf8, elementCount, planSafetensors, shardFileName, streamSafetensors, writeAllOrNothing, type ByteSink, type TensorDescriptor, type WriteOptions } from '@tensorport/core';
 import { formatConfigJson } from './config.ts';
 import type { ConversionResult } from './dequantize.ts';
 import type { QuantizedLayer, TensorInfo } from './layers.ts';
@@ -77,32 +77,26 @@ export async function writeMlxModel(
   // Every header is planned (and checked) before the first byte is written.
   const headers = plans.map((p) => planSafetensors(p.tensors, result.metadata).header.byteLength);
   const total = plans.reduce((n, p, i) => n + headers[i]! + p.dataLength, 0) + extra.reduce((n, [, t]) => n + t.byteLength, 0);
-  const sinks: ByteSink[] = [];
+  const chunkOpts = options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize };
   let bytes = 0;
-  let committed = 0;
-  try {
-    for (const plan of plans) {
-      const sink = await openSink(plan.fileName);
-      sinks.push(sink);
-      const chunkOpts = options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize };
-      const done = bytes;
-      const written = await streamSafetensors(plan.tensors, result.metadata, sink, { ...chunkOpts, onProgress: (n) => options.onProgress?.(done + n, total) });
-      bytes += written.bytes;
-    }
-    for (const [name, text] of extra) {
-      const sink = await openSink(name);
-      sinks.push(sink);
-      await sink.write(text);
-      bytes += text.byteLength;
-      options.onProgress?.(bytes, total);
-    }
-    for (const sink of sinks) {
-      await sink.commit();
-      committed++;
-    }
-  } catch (e) {
-    await Promise.all(sinks.slice(committed).map(abortQuietly));
-    throw e;
-  }
+  const files = [
+    ...plans.map((plan) => ({
+      name: plan.fileName,
+      async write(sink: ByteSink): Promise<void> {
+        const done = bytes;
+        const written = await streamSafetensors(plan.tensors, result.metadata, sink, { ...chunkOpts, onProgress: (n) => options.onProgress?.(done + n, total) });
+        bytes += written.bytes;
+      },
+    })),
+    ...extra.map(([name, text]) => ({
+      name,
+      async write(sink: ByteSink): Promise<void> {
+        await sink.write(text);
+        bytes += text.byteLength;
+        options.onProgress?.(bytes, total);
+      },
+    })),
+  ];
+  await writeAllOrNothing(files, openSink);
   return { files: [...plans.map((p) => p.fileName), ...extra.map(([n]) => n)], bytes };
 }
