@@ -6,7 +6,7 @@
 import { closeSync, copyFileSync, mkdirSync, openSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, ROOT, fmtRate, measure, median, requireBuild } from './lib.mjs';
+import { CLI, ROOT, fmtRate, measure, median, requireBuild, writeSyntheticSafetensors } from './lib.mjs';
 
 const { values } = parseArgs({
   options: {
@@ -19,30 +19,6 @@ const { values } = parseArgs({
 requireBuild();
 const runs = Number(values.runs);
 mkdirSync(values.dir, { recursive: true });
-
-// 64 MiB F32 tensors with varied contents, header written by hand (8-byte LE length, JSON, space
-// padding) so the bench does not depend on the code it measures.
-function makeSafetensors(path, gib) {
-  const tensorBytes = 64 * 1024 * 1024;
-  const count = Math.max(1, Math.round((gib * 1024 ** 3) / tensorBytes));
-  const entries = [];
-  for (let i = 0; i < count; i++) {
-    entries.push(`"layers.${i}.weight":{"dtype":"F32","shape":[4096,${tensorBytes / 4 / 4096}],"data_offsets":[${i * tensorBytes},${(i + 1) * tensorBytes}]}`);
-  }
-  let json = `{${entries.join(',')}}`;
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const head = Buffer.alloc(8);
-  head.writeBigUInt64LE(BigInt(json.length));
-  const fd = openSync(path, 'w');
-  writeSync(fd, head);
-  writeSync(fd, json);
-  const chunk = new Float32Array(tensorBytes / 4);
-  for (let i = 0; i < count; i++) {
-    for (let j = 0; j < chunk.length; j++) chunk[j] = Math.sin(i * 7919 + j) * 0.02;
-    writeSync(fd, new Uint8Array(chunk.buffer));
-  }
-  closeSync(fd);
-}
 
 function flipLastBit(path) {
   const fd = openSync(path, 'r+');
@@ -68,7 +44,7 @@ const gib = Number(values.gib);
 const a = join(values.dir, `diff-a-${gib}gib.safetensors`);
 const b = join(values.dir, `diff-b-${gib}gib.safetensors`);
 console.log(`bench: diff, two ${gib} GiB inputs in ${values.dir}`);
-makeSafetensors(a, gib);
+writeSyntheticSafetensors(a, gib);
 copyFileSync(a, b);
 const size = statSync(a).size;
 // Warm the page cache so both contenders read from memory alike.
@@ -88,7 +64,7 @@ rmSync(b);
 const vgib = Number(values['verify-gib']);
 const input = join(values.dir, `verify-${vgib}gib.safetensors`);
 const out = join(values.dir, 'verify-out.safetensors');
-makeSafetensors(input, vgib);
+writeSyntheticSafetensors(input, vgib);
 measure('sh', ['-c', `cat "$0" > /dev/null`, input]);
 // Interleaved runs: the write path (page cache flushes, fsync) is noisy, so both variants see the same conditions.
 const variants = [['convert', []], ['convert --verify', ['--verify']]];

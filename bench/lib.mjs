@@ -1,6 +1,6 @@
 // Shared helpers for the benchmark scripts: timing whole commands with their peak RSS.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -72,4 +72,34 @@ export function contest({ input, out, runs }) {
       }
     },
   };
+}
+
+/**
+ * Writes a safetensors file of 64 MiB F32 tensors with varied contents, about `gib` GiB. The header
+ * is written by hand (8-byte LE length, JSON, space padding to 8) so a bench does not depend on the
+ * code it measures. `name(i)` names tensor i; `metadata` is a raw JSON object text or null.
+ */
+export function writeSyntheticSafetensors(path, gib, { name = (i) => `layers.${i}.weight`, metadata = null } = {}) {
+  const tensorBytes = 64 * 1024 * 1024;
+  const count = Math.max(1, Math.round((gib * 1024 ** 3) / tensorBytes));
+  const entries = metadata === null ? [] : [`"__metadata__":${metadata}`];
+  for (let i = 0; i < count; i++) {
+    entries.push(`"${name(i)}":{"dtype":"F32","shape":[4096,${tensorBytes / 4 / 4096}],"data_offsets":[${i * tensorBytes},${(i + 1) * tensorBytes}]}`);
+  }
+  let json = `{${entries.join(',')}}`;
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const head = Buffer.alloc(8);
+  head.writeBigUInt64LE(BigInt(json.length));
+  const fd = openSync(path, 'w');
+  try {
+    writeSync(fd, head);
+    writeSync(fd, json);
+    const chunk = new Float32Array(tensorBytes / 4);
+    for (let i = 0; i < count; i++) {
+      for (let j = 0; j < chunk.length; j++) chunk[j] = Math.sin(i * 7919 + j) * 0.02;
+      writeSync(fd, new Uint8Array(chunk.buffer));
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
