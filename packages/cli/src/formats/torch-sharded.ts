@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { DEFAULT_INDEX_LIMITS, TensorportError, parseShardIndex, toFinding, type Checkpoint, type Finding, type ShardIndex } from '@tensorport/core';
+import { DEFAULT_INDEX_LIMITS, TensorportError, checkShardAgreement, parseShardIndex, toFinding, type Checkpoint, type Finding, type ShardIndex } from '@tensorport/core';
 import type { TorchCheckpoint } from '@tensorport/torch-zip';
 import type { OpenOptions, ValidationReport } from './registry.ts';
 import { openTorchFile, validateTorchFile } from './torch.ts';
@@ -58,7 +58,7 @@ export async function openShardedTorch(path: string, options?: OpenOptions): Pro
       shards.push({ file, checkpoint: await openTorchFile(shardPath, options) });
     }
     const warnings = [...index.warnings];
-    checkAgreement(index, shards, warnings);
+    checkShardAgreement(index, shards.map((s) => ({ file: s.file, tensors: s.checkpoint.tensors, aliases: Object.keys(s.checkpoint.aliases) })), warnings, TORCH_INDEX_FILE);
     for (const s of shards) warnings.push(...s.checkpoint.warnings.map((f) => ({ path: join(dir, s.file), ...f })));
     const checkpoint: ShardedTorchCheckpoint = {
       format: 'torch-sharded',
@@ -76,32 +76,6 @@ export async function openShardedTorch(path: string, options?: OpenOptions): Pro
 
 async function closeAll(shards: ReadonlyArray<{ checkpoint: Checkpoint }>): Promise<void> {
   await Promise.all(shards.map((s) => s.checkpoint.close().catch(() => undefined)));
-}
-
-function checkAgreement(index: ShardIndex, shards: ReadonlyArray<{ file: string; checkpoint: TorchCheckpoint }>, warnings: Finding[]): void {
-  const names = new Map(shards.map((s) => [s.file, new Set([...s.checkpoint.tensors.map((t) => t.name), ...Object.keys(s.checkpoint.aliases)])]));
-  let total = 0;
-  for (const { file, checkpoint } of shards) {
-    for (const t of checkpoint.tensors) {
-      total += t.byteLength;
-      const listed = index.weightMap.get(t.name);
-      if (listed === undefined) throw mismatch(`tensor ${JSON.stringify(t.name)} in ${file} is not in the index's weight_map`, t.name, file);
-      if (listed !== file) {
-        const twice = names.get(listed)?.has(t.name) === true;
-        throw mismatch(`tensor ${JSON.stringify(t.name)} is in ${file}${twice ? ` and in ${listed}` : ''}, but the weight_map says ${listed}`, t.name, file);
-      }
-    }
-  }
-  for (const [name, file] of index.weightMap) {
-    if (!names.get(file)?.has(name)) throw mismatch(`weight_map puts ${JSON.stringify(name)} in ${file}, which has no such tensor`, name, file);
-  }
-  if (index.totalSize !== null && index.totalSize !== total) {
-    warnings.push({ code: 'IndexTotalSizeMismatch', message: `index metadata.total_size is ${index.totalSize}, the shards hold ${total} tensor bytes`, path: TORCH_INDEX_FILE });
-  }
-}
-
-function mismatch(message: string, tensor: string, path: string): TensorportError {
-  return new TensorportError('ShardMismatch', message, { tensor, path });
 }
 
 /** Every shard validated on its own (full scan and read), then index and shards checked together. */

@@ -112,28 +112,7 @@ async function openOneShard(file: string, openShard: (fileName: string) => Promi
 }
 
 function checkAgreement(index: ShardIndex, shards: ReadonlyArray<{ file: string; checkpoint: SafetensorsFile }>, warnings: Finding[]): void {
-  const byFile = new Map(shards.map((s) => [s.file, s.checkpoint]));
-  let total = 0;
-  for (const { file, checkpoint } of shards) {
-    for (const t of checkpoint.tensors) {
-      total += t.byteLength;
-      const listed = index.weightMap.get(t.name);
-      if (listed === undefined) throw mismatch(`tensor ${JSON.stringify(t.name)} in ${file} is not in the index's weight_map`, t.name, file);
-      if (listed !== file) {
-        const twice = byFile.get(listed)?.tensors.some((u) => u.name === t.name);
-        throw mismatch(`tensor ${JSON.stringify(t.name)} is in ${file}${twice ? ` and in ${listed}` : ''}, but the weight_map says ${listed}`, t.name, file);
-      }
-    }
-  }
-  for (const [name, file] of index.weightMap) {
-    const shard = byFile.get(file)!;
-    if (!hasTensor(shard, name)) {
-      throw mismatch(`weight_map puts ${JSON.stringify(name)} in ${file}, which has no such tensor`, name, file);
-    }
-  }
-  if (index.totalSize !== null && index.totalSize !== total) {
-    warnings.push({ code: 'IndexTotalSizeMismatch', message: `index metadata.total_size is ${index.totalSize}, the shards hold ${total} tensor bytes`, path: SHARD_INDEX_FILE });
-  }
+  checkShardAgreement(index, shards.map((s) => ({ file: s.file, tensors: s.checkpoint.tensors })), warnings, SHARD_INDEX_FILE);
   const firstMeta = JSON.stringify([...(shards[0]?.checkpoint.metadata ?? [])]);
   const differing = shards.filter((s) => JSON.stringify([...(s.checkpoint.metadata ?? [])]) !== firstMeta);
   if (differing.length > 0) {
@@ -141,12 +120,36 @@ function checkAgreement(index: ShardIndex, shards: ReadonlyArray<{ file: string;
   }
 }
 
-function hasTensor(shard: SafetensorsFile, name: string): boolean {
-  try {
-    shard.tensor(name);
-    return true;
-  } catch {
-    return false;
+/**
+ * An index and the shards it names agree: every shard tensor is in the weight_map under its own
+ * shard, every weight_map entry is in the shard it names (or is one of that shard's `aliases`, as
+ * torch checkpoints record tied weights), and total_size matches the tensor bytes (a warning only:
+ * nothing reads it, and convert.py copies it unchanged). Shared by every sharded format.
+ */
+export function checkShardAgreement(
+  index: ShardIndex,
+  shards: ReadonlyArray<{ readonly file: string; readonly tensors: ReadonlyArray<{ readonly name: string; readonly byteLength: number }>; readonly aliases?: Iterable<string> }>,
+  warnings: Finding[],
+  indexFile: string,
+): void {
+  const names = new Map(shards.map((s) => [s.file, new Set([...s.tensors.map((t) => t.name), ...(s.aliases ?? [])])]));
+  let total = 0;
+  for (const { file, tensors } of shards) {
+    for (const t of tensors) {
+      total += t.byteLength;
+      const listed = index.weightMap.get(t.name);
+      if (listed === undefined) throw mismatch(`tensor ${JSON.stringify(t.name)} in ${file} is not in the index's weight_map`, t.name, file);
+      if (listed !== file) {
+        const twice = names.get(listed)?.has(t.name) === true;
+        throw mismatch(`tensor ${JSON.stringify(t.name)} is in ${file}${twice ? ` and in ${listed}` : ''}, but the weight_map says ${listed}`, t.name, file);
+      }
+    }
+  }
+  for (const [name, file] of index.weightMap) {
+    if (!names.get(file)?.has(name)) throw mismatch(`weight_map puts ${JSON.stringify(name)} in ${file}, which has no such tensor`, name, file);
+  }
+  if (index.totalSize !== null && index.totalSize !== total) {
+    warnings.push({ code: 'IndexTotalSizeMismatch', message: `index metadata.total_size is ${index.totalSize}, the shards hold ${total} tensor bytes`, path: indexFile });
   }
 }
 
