@@ -1,11 +1,9 @@
-import { defineConfig } from 'tsup';
+import { packageConfig } from '../../tsup.shared.ts';
 
-export default defineConfig({
+// cli.js is the bin (ESM, run by node directly); only the library entry needs types and a Node wrapper.
+export default packageConfig({
   entry: { index: 'src/index.ts', cli: 'src/cli.ts' },
-  format: ['esm', 'cjs'],
-  dts: { entry: { index: 'src/index.ts' } },
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
   platform: 'node',
+  dts: { entry: { index: 'src/index.ts' } },
+  nodeEntries: ['index'],
 });
