@@ -1,9 +1,10 @@
 import { TensorportError, type ErrorCode, type Finding } from '@tensorport/core';
-import { globalName, lookupGlobal } from '../torch/allowlist.ts';
+import { lookupGlobal } from '../torch/allowlist.ts';
 import type { Fail } from '../torch/rebuild.ts';
 import { DEFAULT_LIMITS, type PickleLimits } from './limits.ts';
 import { decodeLong, parseDecimal, parseFloatText } from './numbers.ts';
 import { OPCODE_NAMES } from './opcodes.ts';
+import { importedName } from './py2-names.ts';
 import { rawUnicodeEscape, unescapeQuoted, utf8 } from './text.ts';
 import { depthAbove, depthOf, isContainer, typeName, type PyDict, type PyGlobal, type PyList, type PyObject, type PySet, type PyTuple, type PyValue } from './values.ts';
 
@@ -11,6 +12,10 @@ import { depthAbove, depthOf, isContainer, typeName, type PyDict, type PyGlobal,
  * A pickle stack machine that imports, calls and evaluates nothing. GLOBAL names are looked up in
  * the allowlist; REDUCE/NEWOBJ/BUILD on allowlisted names build inert records. Iterative, with every
  * resource bounded (see limits.ts), so hostile input ends in a TensorportError, never a crash or hang.
+ *
+ * Frames (protocol 4) are boundaries, as in CPython's C unpickler reading a file: every opcode and
+ * argument lies wholly inside one frame or wholly outside all frames (see `need`), so the bytes
+ * are read the same way whether Python unpickles them from memory or from a file.
  *
  * `load` mode refuses the first disallowed global. `scan` mode records it, carries on with an opaque
  * placeholder so every global in the file gets listed, and turns a fatal error into a finding.
@@ -73,6 +78,14 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   let at = start;
   let op = '';
   let work = 0;
+  // The protocol in effect (CPython's `self->proto`): Python 2 names are rewritten below 3.
+  let proto = 0;
+  // End of the current frame, or -1 outside frames. CPython reads a frame into a buffer of its
+  // own; a read that does not fit the rest of that buffer is served from the file after the frame
+  // (discarding the rest), except payloads of BINBYTES-like opcodes, which continue across, while
+  // `pickle.loads` and the pure-Python unpickler read (or refuse) differently again. Such a stream
+  // means different things to different loaders, so it is refused.
+  let frameEnd = -1;
 
   const error = (code: ErrorCode, message: string): TensorportError =>
     new TensorportError(code, `${where}${message} (pickle offset ${base + at})`, { offset: base + at, ...(opts.path === undefined ? {} : { path: opts.path }) });
@@ -88,11 +101,23 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   };
 
   const streamEnd = Math.max(opts.streamLength ?? end, end);
+  /** Outside frames once the current one is used up; a read that crosses its end is refused. */
+  const framed = (n: number): void => {
+    if (frameEnd < 0) return;
+    if (pos === frameEnd) frameEnd = -1;
+    else if (n > frameEnd - pos) invalid(`${op} at ${base + pos} needs ${n} bytes, crossing the end of the frame at ${base + frameEnd}`);
+  };
+  /** `n` more bytes exist in the stream, whether or not the window holds them yet. */
+  const exists = (n: number): void => {
+    if (n <= streamEnd - pos) return;
+    if (opts.streamCapped) limit(`pickle length (${op} needs ${n} bytes at ${base + pos})`, base + streamEnd);
+    invalid(`truncated: ${op} needs ${n} bytes, ${streamEnd - pos} left`);
+  };
   const need = (n: number): void => {
+    framed(n);
     if (n > end - pos) {
-      if (n <= streamEnd - pos) throw new Truncated();
-      if (opts.streamCapped) limit(`pickle length (${op} needs ${n} bytes at ${base + pos})`, base + streamEnd);
-      invalid(`truncated: ${op} needs ${n} bytes, ${streamEnd - pos} left`);
+      exists(n);
+      throw new Truncated();
     }
   };
   const take = (n: number): Uint8Array => {
@@ -113,9 +138,12 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     return v > BigInt(streamEnd) ? streamEnd + 1 : Number(v);
   };
   const line = (): Uint8Array => {
-    const nl = bytes.indexOf(0x0a, pos);
+    framed(1);
+    const stop = frameEnd < 0 ? end : Math.min(frameEnd, end);
+    const nl = bytes.subarray(0, stop).indexOf(0x0a, pos);
     if (nl < 0) {
-      if (streamEnd > end) throw new Truncated();
+      if (frameEnd >= 0 && frameEnd <= end) invalid(`${op} at ${base + pos}: the line crosses the end of the frame at ${base + frameEnd}`);
+      if ((frameEnd >= 0 ? frameEnd : streamEnd) > end) throw new Truncated();
       if (opts.streamCapped) limit('pickle length', base + streamEnd);
       invalid(`truncated: ${op} argument has no newline`);
     }
@@ -125,6 +153,13 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   };
   const text = (b: Uint8Array): string => utf8(b) ?? invalid(`${op}: invalid UTF-8`);
   const textLine = (): string => text(line());
+  /** GLOBAL/INST operands: CPython refuses an empty line, and INST names that are not ASCII. */
+  const nameLine = (ascii: boolean): string => {
+    const b = line();
+    if (b.length === 0) invalid(`${op}: empty name`);
+    if (ascii && b.some((c) => c > 0x7f)) invalid(`${op}: name is not ASCII`);
+    return text(b);
+  };
 
   const push = (v: PyValue): void => {
     if (stack.length >= lim.maxStack) limit('stack depth', lim.maxStack);
@@ -157,7 +192,8 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     nested(c, Math.max(c.depth, depthOf(child) + 1));
   };
   const resolve = (module: string, name: string): PyGlobal => {
-    const q = globalName(module, name);
+    const [m, n] = importedName(module, name, proto);
+    const q = `${m}.${n}`;
     globals.add(q);
     const entry = lookupGlobal(q);
     if (entry) return { kind: 'global', name: q, entry };
@@ -256,10 +292,18 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
       opcodes[op] = (opcodes[op] ?? 0) + 1;
       if (++work > lim.maxWork) limit('work (opcodes and items moved)', lim.maxWork);
       switch (code) {
-        case 0x80: { const p = u8(); if (p > 5) invalid(`unsupported protocol ${p}`); break; } // PROTO
-        case 0x95: u64(); break; // FRAME: a framing hint; lengths are checked per opcode anyway
+        case 0x80: { const p = u8(); if (p > 5) invalid(`unsupported protocol ${p}`); proto = p; break; } // PROTO
+        case 0x95: { // FRAME
+          if (frameEnd > pos) invalid(`FRAME inside the frame that ends at ${base + frameEnd}`);
+          const n = u64();
+          exists(n);
+          // An empty frame holds nothing: what follows is outside frames, as in CPython.
+          if (n > 0) frameEnd = pos + n;
+          break;
+        }
         case 0x2e: { // STOP
           const value = pop();
+          if (frameEnd > pos) invalid(`STOP ${frameEnd - pos} bytes before the end of its frame`);
           if (stack.length > 0 || marks.length > 0) invalid(`${stack.length} values left on the stack at STOP`);
           return { value, end: pos, globals: [...globals], findings, opcodes, truncated: false };
         }
@@ -321,7 +365,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
         case 0x6a: get(u32()); break;
         case 0x67: get(memoIndex()); break;
         // names and calls: nothing is resolved or run
-        case 0x63: { const m = textLine(); const n = textLine(); push(resolve(m, n)); break; } // GLOBAL
+        case 0x63: { const m = nameLine(false); const n = nameLine(false); push(resolve(m, n)); break; } // GLOBAL
         case 0x93: { // STACK_GLOBAL
           const n = pop();
           const m = pop();
@@ -341,7 +385,14 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
           push(invoke(cls, args));
           break;
         }
-        case 0x69: { const m = textLine(); const n = textLine(); const items = popMark(); push(invoke(resolve(m, n), tuple(items))); break; } // INST
+        case 0x69: { // INST: CPython finds the MARK before it reads (and imports) the name
+          if (marks.length === 0) invalid('INST without MARK');
+          const m = nameLine(true);
+          const n = nameLine(true);
+          const g = resolve(m, n);
+          push(invoke(g, tuple(popMark())));
+          break;
+        }
         case 0x6f: { const items = popMark(); if (items.length === 0) invalid('OBJ without a class'); push(invoke(items[0]!, tuple(items.slice(1)))); break; }
         case 0x62: { const state = pop(); build(peek(), state); break; } // BUILD
         case 0x51: push(persistent(pop())); break; // BINPERSID
