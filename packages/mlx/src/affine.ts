@@ -154,14 +154,17 @@ export function affineScalesBiases(w: ArrayLike<number>, cols: number, options: 
 export interface DequantizeOptions {
   bits: number;
   groupSize: number;
-  /** Output dtype; default F32. */
+  /** The scales' (and biases') dtype T, which MLX computes in; default F32. */
   dtype?: FloatDType;
+  /** Cast to this afterwards (`astype`), as `mx.dequantize(..., dtype=)` does; default `dtype`. */
+  outDtype?: FloatDType;
 }
 
 /**
- * `w = scale * q + bias`, computed as MLX does in the output dtype T: scale and bias are first
- * converted to T, then `T(T(q * scale) + bias)` (two roundings, like the CPU op graph
- * multiply-then-add; the Metal kernel may fuse to an FMA and differ by one ulp).
+ * `w = scale * q + bias` as MLX computes it (mlx/ops.cpp `affine_dequantize` and `dequantize`):
+ * in the scales' dtype T, `T(T(q * scale) + bias)` (two roundings, the CPU op graph
+ * multiply-then-add; the Metal kernel's `scale * d + bias` in T may be fused to an FMA and differ
+ * by one ulp), and only then cast to the requested dtype.
  */
 export function dequantizeAffine(
   words: Uint32Array,
@@ -172,6 +175,7 @@ export function dequantizeAffine(
 ): Float32Array {
   const { bits, groupSize } = options;
   const dtype = options.dtype ?? 'F32';
+  const outDtype = options.outDtype ?? dtype;
   const count = scales.length * groupSize;
   if (biases.length !== scales.length) {
     throw new TensorportError('MlxInvalidQuantization', `${scales.length} scales but ${biases.length} biases`);
@@ -186,18 +190,20 @@ export function dequantizeAffine(
       // The store into the Float32Array is the second rounding.
       for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = Math.fround(codes[j]! * s) + b;
     }
-    return dst;
+  } else {
+    // Each f32 store followed by roundInPlace is one rounding to T (see float.ts).
+    for (let g = 0; g < groups; g++) {
+      const s = roundTo(dtype, scales[g]!);
+      for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = codes[j]! * s;
+    }
+    roundInPlace(dst, 0, count, dtype);
+    for (let g = 0; g < groups; g++) {
+      const b = roundTo(dtype, biases[g]!);
+      for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = dst[j]! + b;
+    }
+    roundInPlace(dst, 0, count, dtype);
   }
-  // Each f32 store followed by roundInPlace is one rounding to T (see float.ts).
-  for (let g = 0; g < groups; g++) {
-    const s = roundTo(dtype, scales[g]!);
-    for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = codes[j]! * s;
-  }
-  roundInPlace(dst, 0, count, dtype);
-  for (let g = 0; g < groups; g++) {
-    const b = roundTo(dtype, biases[g]!);
-    for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = dst[j]! + b;
-  }
-  roundInPlace(dst, 0, count, dtype);
+  // astype: a T value is exact in f32, so one rounding to the output dtype.
+  if (outDtype !== 'F32' && outDtype !== dtype) roundInPlace(dst, 0, count, outDtype);
   return dst;
 }

@@ -4,10 +4,10 @@
  * included) passes through untouched. Each output is computed a block of rows at a time.
  */
 import { byteLength, type Checkpoint, type TensorDescriptor } from '@tensorport/core';
-import { dequantizeAffine } from './affine.ts';
+import { dequantizeAffine, type AffineVariant } from './affine.ts';
 import { decodeFloats, encodeFloats, floatBytes, wordsOf, type FloatDType } from './bytes.ts';
 import { withQuantization } from './config.ts';
-import { dequantizeFp, type FpMode } from './fp.ts';
+import { dequantizeFp, fpDequantizedDtype, type FpDequantizeOptions, type FpMode } from './fp.ts';
 import { findQuantizedLayers, type QuantizedLayer, type RecognizeOptions } from './layers.ts';
 import { computedDescriptor, lockstep, rowsPerBlock } from './rows.ts';
 
@@ -16,6 +16,8 @@ export interface DequantizeCheckpointOptions extends RecognizeOptions {
   dtype?: FloatDType;
   /** nvfp4 global scale, when the producer used one. */
   globalScale?: number;
+  /** Which MLX path's arithmetic to reproduce for the fp modes; default `gpu` (see fp.ts). */
+  variant?: AffineVariant;
 }
 
 export interface ConversionResult {
@@ -57,9 +59,22 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 /** The float descriptor for one layer's weight. */
-export function dequantizedWeight(layer: QuantizedLayer, byName: ReadonlyMap<string, TensorDescriptor>, options: { dtype?: FloatDType; globalScale?: number }): TensorDescriptor {
+export function dequantizedWeight(
+  layer: QuantizedLayer,
+  byName: ReadonlyMap<string, TensorDescriptor>,
+  options: { dtype?: FloatDType; globalScale?: number; variant?: AffineVariant },
+): TensorDescriptor {
   const affine = layer.mode === 'affine';
-  const dtype: FloatDType = options.dtype ?? (affine ? (layer.scaleDtype as FloatDType) : 'BF16');
+  const fpOptions: FpDequantizeOptions | null = affine
+    ? null
+    : {
+        mode: layer.mode as FpMode,
+        ...(options.dtype ? { dtype: options.dtype } : {}),
+        ...(options.globalScale === undefined ? {} : { globalScale: options.globalScale }),
+        ...(options.variant ? { variant: options.variant } : {}),
+      };
+  // What MLX returns, which for nvfp4 with a global scale on the CPU is F32 whatever was asked.
+  const dtype: FloatDType = fpOptions ? fpDequantizedDtype(fpOptions) : (options.dtype ?? (layer.scaleDtype as FloatDType));
   const w = byName.get(layer.weight)!;
   const s = byName.get(layer.scales)!;
   const b = layer.biases ? byName.get(layer.biases)! : null;
@@ -76,12 +91,11 @@ export function dequantizedWeight(layer: QuantizedLayer, byName: ReadonlyMap<str
     lockstep(layer.weight, inputs, layer.rows, block, ([wb, sb, bb]) => {
       const words = wordsOf(wb!);
       let values: Float32Array;
-      if (affine) {
-        const sdt = layer.scaleDtype as FloatDType;
-        values = dequantizeAffine(words, decodeFloats(sb!, sdt), decodeFloats(bb!, sdt), { bits: layer.bits, groupSize: layer.groupSize, dtype });
-      } else {
-        const fpOptions = { mode: layer.mode as FpMode, dtype, ...(options.globalScale === undefined ? {} : { globalScale: options.globalScale }) };
+      if (fpOptions) {
         values = dequantizeFp(words, sb!, fpOptions);
+      } else {
+        const sdt = layer.scaleDtype as FloatDType;
+        values = dequantizeAffine(words, decodeFloats(sb!, sdt), decodeFloats(bb!, sdt), { bits: layer.bits, groupSize: layer.groupSize, dtype: sdt, outDtype: dtype });
       }
       return encodeFloats(values, dtype);
     }),

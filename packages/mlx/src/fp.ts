@@ -4,11 +4,21 @@
  * - mxfp4: group 32, 4-bit E2M1 elements, E8M0 scale (2^(byte-127)).
  * - mxfp8: group 32, 8-bit E4M3 elements (element i is byte i), E8M0 scale.
  * - nvfp4: group 16, 4-bit E2M1 elements, E4M3 scale; mlx-lm does not persist the optional
- *   global scale, so it is a parameter here (value × global / (448·6) when given).
+ *   global scale, so it is a parameter here.
+ *
+ * Dequantization, as MLX computes it (mlx/ops.cpp `fp_dequantize`):
+ * - `gpu` (Metal `fp_dequantize` in kernels/fp_quantized.h): the scale is decoded to f32, times
+ *   global / 2688 (f32) when there is a global scale, times the element in f32, then cast once to T.
+ * - `cpu` (the op-graph fallback in `fp_dequantize`): for mx modes the scale is built in T as
+ *   `2^(T(byte) − 127)`, so in F16 small scales become 0 and large ones Inf before the multiply;
+ *   nvfp4 with a global scale promotes to f32 (`from_fp8(s, T) * (global / T(2688))`), so the
+ *   result is F32 whatever T was asked for.
  */
 import { TensorportError } from '@tensorport/core';
+import type { AffineVariant } from './affine.ts';
 import { unpackCodes } from './bitstream.ts';
 import { roundTo, type FloatDType } from './bytes.ts';
+import { E4M3_VALUES, FP4_VALUES } from './fp-codes.ts';
 
 export type FpMode = 'mxfp4' | 'mxfp8' | 'nvfp4';
 
@@ -18,61 +28,63 @@ export const FP_MODES: Readonly<Record<FpMode, { groupSize: number; bits: number
   nvfp4: { groupSize: 16, bits: 4 },
 };
 
-/** E2M1: sign bit 3, magnitude index into the eight representable values. */
-export const FP4_VALUES: readonly number[] = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
-
-/** OCP E4M3 ("FN"): bias 7, subnormals, no infinities, S.1111.111 is NaN; max 448. */
-export function e4m3ToNumber(b: number): number {
-  const sign = b & 0x80 ? -1 : 1;
-  const e = (b >> 3) & 0xf;
-  const m = b & 7;
-  if (e === 15 && m === 7) return NaN;
-  if (e === 0) return sign * m * 2 ** -9;
-  return sign * (8 + m) * 2 ** (e - 10);
-}
-
-/** E8M0: 2^(byte-127); 0xFF is NaN. */
-export function e8m0ToNumber(b: number): number {
-  return b === 0xff ? NaN : 2 ** (b - 127);
-}
-
-const E4M3 = Float64Array.from({ length: 256 }, (_, i) => e4m3ToNumber(i));
-const E8M0 = Float64Array.from({ length: 256 }, (_, i) => e8m0ToNumber(i));
+/** F8E4M3_MAX · F4E2M1_MAX, the nvfp4 global-scale constant of both kernels. */
+export const NVFP4_GLOBAL_DIVISOR = 448 * 6;
 
 export interface FpDequantizeOptions {
   mode: FpMode;
-  /** Output dtype; MLX's default for these modes is BF16. */
+  /** Output dtype asked for; MLX's default for these modes is BF16. */
   dtype?: FloatDType;
-  /** nvfp4 only: the global scale used at quantization time, if any. */
+  /** nvfp4 only: the global scale used at quantization time, if any (an f32 scalar in MLX). */
   globalScale?: number;
+  /** Which MLX path to reproduce; default `gpu`. */
+  variant?: AffineVariant;
 }
 
-/**
- * Element × scale. Both factors have at most 4 significant bits, so the product is exact in f64
- * and one rounding to the output dtype gives what MLX computes in any order.
- */
-export function dequantizeFp(words: Uint32Array, scales: Uint8Array, options: FpDequantizeOptions, out?: Float32Array): Float32Array {
-  const mode = options.mode;
+export function checkFpMode(mode: FpMode, globalScale?: number): { groupSize: number; bits: number } {
   const spec = FP_MODES[mode];
   if (!spec) throw new TensorportError('MlxUnsupportedQuantization', `unknown quantization mode ${String(mode)}`);
-  if (options.globalScale !== undefined && mode !== 'nvfp4') {
+  if (globalScale !== undefined && mode !== 'nvfp4') {
     throw new TensorportError('MlxInvalidQuantization', `a global scale applies to nvfp4 only, not ${mode}`);
   }
+  return spec;
+}
+
+/** The dtype MLX actually returns: F32 for nvfp4 with a global scale on the CPU path. */
+export function fpDequantizedDtype(options: FpDequantizeOptions): FloatDType {
   const dtype = options.dtype ?? 'BF16';
-  const { groupSize, bits } = spec;
+  return options.variant === 'cpu' && options.mode === 'nvfp4' && options.globalScale !== undefined ? 'F32' : dtype;
+}
+
+/** Values (already rounded to `fpDequantizedDtype(options)`), one per element. */
+export function dequantizeFp(words: Uint32Array, scales: Uint8Array, options: FpDequantizeOptions, out?: Float32Array): Float32Array {
+  const mode = options.mode;
+  const { groupSize, bits } = checkFpMode(mode, options.globalScale);
+  const dtype = fpDequantizedDtype(options);
+  const cpu = options.variant === 'cpu';
   const count = scales.length * groupSize;
   const codes = unpackCodes(words, bits, count);
   const dst = out ?? new Float32Array(count);
-  const scaleTable = mode === 'nvfp4' ? E4M3 : E8M0;
-  const global = options.globalScale === undefined ? 1 : Math.fround(Math.fround(options.globalScale) / 2688);
+  const f = Math.fround;
+  // global / 2688: an f32 division in both paths (2688 is exact in every T).
+  const inv = options.globalScale === undefined ? null : f(f(options.globalScale) / NVFP4_GLOBAL_DIVISOR);
   for (let g = 0; g < scales.length; g++) {
-    const s = scaleTable[scales[g]!]!;
+    const byte = scales[g]!;
+    let s: number;
+    if (mode === 'nvfp4') {
+      s = E4M3_VALUES[byte]!;
+      if (inv !== null) s = f(s * inv);
+    } else if (cpu) {
+      s = roundTo(dtype, 2 ** (byte - 127)); // power(T(2), T(byte) - T(127)): 2^128 is Inf in every T
+    } else {
+      s = byte === 0xff ? Infinity : 2 ** (byte - 127);
+    }
     const start = g * groupSize;
     for (let j = start, end = start + groupSize; j < end; j++) {
-      const e = bits === 4 ? FP4_VALUES[codes[j]!]! : E4M3[codes[j]!]!;
-      let v = e * s;
-      if (global !== 1) v = Math.fround(Math.fround(v) * global);
-      dst[j] = roundTo(dtype, v);
+      const e = bits === 4 ? FP4_VALUES[codes[j]!]! : E4M3_VALUES[codes[j]!]!;
+      // Element and scale carry few significant bits: the f64 product is exact, and the f32
+      // rounding only matters for overflow and (with a global scale) the product itself.
+      dst[j] = roundTo(dtype, f(e * s));
     }
   }
   return dst;

@@ -13,7 +13,8 @@ export {
   type AffineVariant,
   type DequantizeOptions,
 } from './affine.ts';
-export { dequantizeFp, e4m3ToNumber, e8m0ToNumber, FP4_VALUES, FP_MODES, type FpDequantizeOptions, type FpMode } from './fp.ts';
+export { checkFpMode, dequantizeFp, fpDequantizedDtype, FP_MODES, NVFP4_GLOBAL_DIVISOR, type FpDequantizeOptions, type FpMode } from './fp.ts';
+export { e4m3ToNumber, e8m0ToNumber, FP4_VALUES, numberToE2m1, numberToE4m3, numberToE8m0 } from './fp-codes.ts';
 export { bytesOfWords, decodeFloats, encodeFloats, roundTo, wordsOf, type FloatDType } from './bytes.ts';
 
 // Recognition and config.json.
@@ -49,3 +50,4 @@ export {
   type WriteMlxModelOptions,
 } from './model.ts';
 export { pyFloat, pythonJson } from './pyjson.ts';
+export { inspectQuantization, layerInfo, readConfig, MAX_CONFIG_BYTES as MAX_MLX_CONFIG_BYTES, type MlxLayerInfo } from './inspect.ts';

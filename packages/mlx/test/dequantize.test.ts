@@ -68,7 +68,7 @@ describe('dequantize(quantize(w))', () => {
     );
   });
 
-  it('computes T(T(q·s) + b) in the output dtype, with s and b first converted to it', () => {
+  it("computes T(T(q·s) + b) in the scales' dtype T, then casts to the output dtype", () => {
     fc.assert(
       fc.property(
         fc.constantFrom(2, 3, 4, 5, 6, 8),
@@ -85,10 +85,8 @@ describe('dequantize(quantize(w))', () => {
           codes.forEach((c, i) => {
             for (let k = 0; k < bits; k++) if ((c >> k) & 1) words[(i * bits + k) >> 5]! |= 1 << ((i * bits + k) & 31);
           });
-          const got = dequantizeAffine(words, [s], [b], { bits, groupSize: 32, dtype: outDt });
-          const sO = castRef(outDt, s);
-          const bO = castRef(outDt, b);
-          const want = codes.map((c) => castRef(outDt, castRef(outDt, c * sO) + bO));
+          const got = dequantizeAffine(words, [s], [b], { bits, groupSize: 32, dtype: scaleDt, outDtype: outDt });
+          const want = codes.map((c) => castRef(outDt, castRef(scaleDt, castRef(scaleDt, c * s) + b)));
           expect(Array.from(got)).toEqual(want);
         },
       ),

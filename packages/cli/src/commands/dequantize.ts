@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { dequantize } from '../mlx/run.ts';
-import { parseBits, parseFloatDtype, parseGroupSize, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
+import { parseBits, parseFloatDtype, parseGlobalScale, parseGroupSize, parseRounding, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
 
 export function registerDequantize(program: Command, io: CommandIO): void {
   program
@@ -12,6 +12,8 @@ export function registerDequantize(program: Command, io: CommandIO): void {
     .addOption(new Option('--bits <n>', 'bits, for files whose shapes fit several settings and that carry no config.json').argParser(parseBits))
     .addOption(new Option('--group-size <n>', 'group size, likewise').argParser(parseGroupSize))
     .option('--mode <mode>', 'affine, mxfp4, mxfp8 or nvfp4, likewise')
+    .addOption(new Option('--rounding <kernel>', "whose arithmetic to reproduce for mxfp4/mxfp8/nvfp4: gpu (MLX's Metal kernel) or cpu (its CPU op graph)").argParser(parseRounding).default('gpu'))
+    .addOption(new Option('--global-scale <x>', 'nvfp4: the global scale the weights were quantized with (mlx-lm does not record it)').argParser(parseGlobalScale))
     .option('--force', 'replace existing output files')
     .option('--json', 'print the result as JSON')
     .addHelpText(
@@ -25,7 +27,7 @@ Examples:
   $ tensorport dequantize ./Llama-3.2-1B-4bit/ ./Llama-3.2-1B-bf16/
   $ tensorport dequantize q.safetensors f32.safetensors --dtype f32 --bits 4 --group-size 64`,
     )
-    .action(async (input: string, output: string, opts: { dtype?: 'F16' | 'BF16' | 'F32'; bits?: number; groupSize?: number; mode?: string; force?: boolean; json?: boolean }) => {
+    .action(async (input: string, output: string, opts: { dtype?: 'F16' | 'BF16' | 'F32'; bits?: number; groupSize?: number; mode?: string; rounding: 'gpu' | 'cpu'; globalScale?: number; force?: boolean; json?: boolean }) => {
       const bar = progress(io, opts.json, 'dequantizing');
       const r = await dequantize({
         input,
@@ -35,6 +37,8 @@ Examples:
         ...(opts.bits === undefined ? {} : { bits: opts.bits }),
         ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }),
         ...(opts.mode === undefined ? {} : { mode: opts.mode }),
+        rounding: opts.rounding,
+        ...(opts.globalScale === undefined ? {} : { globalScale: opts.globalScale }),
         ...(bar.onProgress ? { onProgress: bar.onProgress } : {}),
       }).finally(bar.finish);
       if (opts.json) {

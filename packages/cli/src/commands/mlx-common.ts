@@ -28,6 +28,12 @@ export function parseRounding(value: string): AffineVariant {
   return value;
 }
 
+export function parseGlobalScale(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a positive finite number');
+  return n;
+}
+
 export function parseFloatDtype(value: string): FloatDType {
   const v = value.toUpperCase();
   if (v !== 'F16' && v !== 'BF16' && v !== 'F32') throw new InvalidArgumentError('expected one of f16, bf16, f32');

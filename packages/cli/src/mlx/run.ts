@@ -70,6 +70,10 @@ export interface QuantizeOptions extends Common {
 
 export interface DequantizeOptions extends Common {
   dtype?: FloatDType;
+  /** Whose fp-mode arithmetic to reproduce: `gpu` (Metal; default) or `cpu` (docs/formats/mlx.md). */
+  rounding?: AffineVariant;
+  /** nvfp4: the global scale used at quantization time. */
+  globalScale?: number;
   /** For files whose shapes fit several settings and that carry no config.json or metadata. */
   bits?: number;
   groupSize?: number;
@@ -174,7 +178,13 @@ export async function dequantize(options: DequantizeOptions): Promise<MlxCommand
   const { result } = await run(
     options,
     false,
-    (input) => dequantizeCheckpoint(input.checkpoint, { ...recognize(options, input), ...(options.dtype ? { dtype: options.dtype } : {}) }),
+    (input) =>
+      dequantizeCheckpoint(input.checkpoint, {
+        ...recognize(options, input),
+        ...(options.dtype ? { dtype: options.dtype } : {}),
+        ...(options.rounding ? { variant: options.rounding } : {}),
+        ...(options.globalScale === undefined ? {} : { globalScale: options.globalScale }),
+      }),
     (c) => c.layers,
   );
   if (result.quantization.length === 0) result.warnings.push({ code: 'NothingQuantized', message: `${options.input} has no MLX-quantized layer (U32 *.weight with *.scales); tensors copied unchanged` });
