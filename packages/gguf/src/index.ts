@@ -1,0 +1,9 @@
+export { openGguf, type GgufFile, type GgufTensor, type GgufTensorInfo, type GgufReadOptions } from './read.ts';
+export { GGML_TYPES, ggmlTypeById, ggmlTypeByName, bitsPerWeight, type GgmlType } from './ggml-types.ts';
+export {
+  GGUF_VALUE_TYPES, gguf, valueToString, float32String,
+  type GgufValue, type GgufArray, type GgufArrayValues, type GgufValueTypeName,
+} from './values.ts';
+export { GGUF_MAGIC, GGUF_VERSION, GGUF_DEFAULT_ALIGNMENT, ALIGNMENT_KEY } from './constants.ts';
+export { dequantizeBlocks, canDequantize, DEQUANTIZABLE_TYPES } from './dequant/index.ts';
+export { writeGguf, planGguf, type GgufWriteTensor, type GgufWriteOptions, type GgufMetadataInput, type GgufPlan } from './write.ts';
