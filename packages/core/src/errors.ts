@@ -51,6 +51,7 @@ export type ErrorCode =
   | 'TorchUnsupportedDtype'
   // ZIP containers (.npz, PyTorch .pt)
   | 'ZipEndRecordNotFound'
+  | 'ZipAmbiguousEndRecord'
   | 'ZipTruncated'
   | 'ZipInvalidCentralDirectory'
   | 'ZipInvalidZip64'

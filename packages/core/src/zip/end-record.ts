@@ -24,9 +24,18 @@ export interface EndRecord {
 /**
  * Reads the end of central directory record (EOCD, APPNOTE 4.3.16) and, when a ZIP64 locator sits
  * right before it, the ZIP64 end record (4.3.14–15). The EOCD is found by scanning back over the
- * last 64 KiB + 22 bytes for a signature whose comment length ends exactly at the end of the file;
- * the candidate nearest the end wins (as in CPython), and a fake one planted in a comment then
- * fails the central directory checks instead of being trusted.
+ * last 64 KiB + 22 bytes for a signature whose comment length ends exactly at the end of the file,
+ * nearest the end first.
+ *
+ * The other readers of these files choose differently: miniz (torch.load) takes the last signature
+ * with 22 bytes after it, whatever its comment length; CPython's zipfile (np.load) takes the
+ * signature at size-22 if its comment length is 0, else the last signature in the tail. A fake
+ * record in a comment would send them to a central directory we never read, so any signature
+ * after ours is refused: then all three read the same record. The same goes for where the
+ * directory is: zipfile looks for it right before the end records (it ignores the ZIP64 locator's
+ * offset and the directory offset, to allow prepended data), miniz and we use the offsets, so the
+ * directory must end exactly where the ZIP64 end record (exactly 56 bytes, right before its
+ * locator) or the end record begins.
  */
 export async function readEndRecord(source: ByteSource): Promise<EndRecord> {
   const size = source.size;
@@ -41,6 +50,14 @@ export async function readEndRecord(source: ByteSource): Promise<EndRecord> {
   }
   if (at < 0) throw await noEndRecord(source);
   const eocdOffset = size - tailLen + at;
+  const other = otherChoice(tail, at);
+  if (other !== null) {
+    throw new TensorportError(
+      'ZipAmbiguousEndRecord',
+      `${source.name}: another end record signature at ${size - tailLen + other} follows the end record at ${eocdOffset}: torch (miniz) and Python's zipfile would read the directory it points to`,
+      { offset: size - tailLen + other, path: source.name },
+    );
+  }
   const disk = u16(tail, at + 4);
   const cdDisk = u16(tail, at + 6);
   let diskEntries = u16(tail, at + 8);
@@ -63,8 +80,8 @@ export async function readEndRecord(source: ByteSource): Promise<EndRecord> {
         throw new TensorportError('ZipMultiDisk', `ZIP64 locator names disk ${recDisk} of ${totalDisks}`, { offset: locAt });
       }
       const recOffset = u64(loc, 8, 'ZipInvalidZip64', 'ZIP64 end record offset', locAt);
-      if (recOffset + ZIP64_EOCD_SIZE > locAt) {
-        throw new TensorportError('ZipInvalidZip64', `ZIP64 end record offset ${recOffset} does not leave room for the record before the locator at ${locAt}`, { offset: locAt });
+      if (recOffset + ZIP64_EOCD_SIZE !== locAt) {
+        throw new TensorportError('ZipInvalidZip64', `ZIP64 end record at ${recOffset} is not the 56 bytes right before its locator at ${locAt} (where Python's zipfile reads it)`, { offset: locAt });
       }
       const rec = await source.read(recOffset, ZIP64_EOCD_SIZE);
       if (u32(rec, 0) !== SIG_ZIP64_EOCD) {
@@ -100,7 +117,24 @@ export async function readEndRecord(source: ByteSource): Promise<EndRecord> {
       { offset: cdOffset },
     );
   }
+  if (cdOffset + cdSize !== cdLimit) {
+    throw new TensorportError(
+      'ZipInvalidCentralDirectory',
+      `central directory [${cdOffset}, ${cdOffset + cdSize}) ends ${cdLimit - cdOffset - cdSize} bytes before its end record at ${cdLimit}: Python's zipfile would read a directory at ${cdLimit - cdSize} instead`,
+      { offset: cdOffset + cdSize },
+    );
+  }
   return { entryCount, cdOffset, cdSize, cdLimit, eocdOffset, zip64 };
+}
+
+/**
+ * Where miniz or zipfile would find an end record other than ours (at `at` in `tail`), or null
+ * when both pick ours. Both take the last signature; a signature in the last 21 bytes makes zipfile
+ * refuse the file (fine) but not miniz, which skips it.
+ */
+function otherChoice(tail: Uint8Array, at: number): number | null {
+  for (let i = tail.byteLength - 4; i > at; i--) if (u32(tail, i) === SIG_EOCD && tail.byteLength - i >= EOCD_SIZE) return i;
+  return null;
 }
 
 function pick(v32: number, saturated: number, v64: number, what: string, at: number): number {
