@@ -58,6 +58,8 @@ export function formatMlxIndex(plans: readonly MlxShardPlan[], totalParams: numb
 
 export interface WriteMlxModelOptions extends WriteOptions {
   maxShardBytes?: number;
+  /** Files written unchanged beside the model (tokenizer, chat template) and committed with it. */
+  extraFiles?: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>;
 }
 
 /**
@@ -74,6 +76,7 @@ export async function writeMlxModel(
   const encoder = new TextEncoder();
   const extra: [string, Uint8Array][] = [[MLX_INDEX_FILE, encoder.encode(formatMlxIndex(plans, totalParameters(result.tensors, result.layers)))]];
   if (result.config) extra.push([MLX_CONFIG_FILE, encoder.encode(formatConfigJson(result.config))]);
+  for (const f of options.extraFiles ?? []) extra.push([f.name, f.bytes]);
   // Every header is planned (and checked) before the first byte is written.
   const headers = plans.map((p) => planSafetensors(p.tensors, result.metadata).header.byteLength);
   const total = plans.reduce((n, p, i) => n + headers[i]! + p.dataLength, 0) + extra.reduce((n, [, t]) => n + t.byteLength, 0);

@@ -4,10 +4,11 @@
  * tokenizer and other small files copied beside it. Every safetensors file written is re-read and
  * validated; on any failure the files this call wrote are removed.
  */
-import { lstat, mkdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
-import { join, resolve, sep } from 'node:path';
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, realpath, rm, rmdir, stat } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { TensorportError, validateSafetensors, type ErrorCode, type Finding, type TensorDescriptor } from '@tensorport/core';
-import { FileSink, FileSource, openCheckpointPath, sameFile, writeCheckpointPath } from '@tensorport/core/node';
+import { CommitGroup, FileSink, FileSource, openCheckpointPath, sameFile, writeCheckpointPath } from '@tensorport/core/node';
 import { MLX_CONFIG_FILE, MLX_INDEX_FILE, planMlxShards, writeMlxModel, type ConversionResult } from '@tensorport/mlx';
 import type { MlxInput } from './input.ts';
 import { listFiles } from './input.ts';
@@ -91,20 +92,59 @@ interface Extra {
   bytes: Uint8Array;
 }
 
+/**
+ * The small files to copy. Only regular files whose real path stays inside the input directory
+ * (or, for a Hugging Face cache snapshot, inside that repository's `blobs/`, where the snapshot's
+ * symlinks point) are copied: a symlink to a token, `/proc/self/environ`, a device or a FIFO is
+ * skipped with a warning naming it. The file is opened without following links and without
+ * blocking, and checked again through the open handle, so a swap after the check reads nothing.
+ */
 async function extraFiles(dir: string, warnings: Finding[]): Promise<Extra[]> {
+  const root = await realpath(dir);
+  // <cache>/models--org--name/snapshots/<revision>/file -> ../../blobs/<hash>
+  const blobs = basename(dirname(root)) === 'snapshots' ? join(dirname(dirname(root)), 'blobs') : null;
   const out: Extra[] = [];
   for (const name of await listFiles(dir)) {
     if (name.startsWith('.') || !COPIED.test(name) || name === MLX_CONFIG_FILE || name.endsWith('.index.json')) continue;
     const path = join(dir, name);
-    const st = await stat(path).catch(() => null);
-    if (!st?.isFile()) continue;
-    if (st.size > MAX_COPIED_BYTES) {
-      warnings.push({ code: 'FileNotCopied', message: `${name} is ${st.size} bytes, more than the ${MAX_COPIED_BYTES} copied; copy it yourself if the model needs it`, path });
+    const skip = (why: string): void => {
+      warnings.push({ code: 'FileNotCopied', message: `${name} not copied: ${why}`, path });
+    };
+    const real = await realpath(path).catch(() => null);
+    if (real === null) {
+      skip('it is a dangling link');
       continue;
     }
-    out.push({ name, bytes: await readFile(path) });
+    if (!within(root, real) && !(blobs !== null && dirname(real) === blobs)) {
+      skip(`it resolves to ${real}, outside the input directory`);
+      continue;
+    }
+    const fh = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+    if (fh === null) {
+      skip(`cannot open ${real}`);
+      continue;
+    }
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) {
+        skip('it is not a regular file');
+        continue;
+      }
+      if (st.size > MAX_COPIED_BYTES) {
+        warnings.push({ code: 'FileNotCopied', message: `${name} is ${st.size} bytes, more than the ${MAX_COPIED_BYTES} copied; copy it yourself if the model needs it`, path });
+        continue;
+      }
+      out.push({ name, bytes: await fh.readFile() });
+    } finally {
+      await fh.close();
+    }
   }
   return out;
+}
+
+function within(root: string, real: string): boolean {
+  const rel = relative(root, real);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
 }
 
 async function writeModelDir(result: ConversionResult, dir: string, input: MlxInput, extras: Extra[], options: MlxWriteOptions): Promise<{ files: string[]; bytes: number }> {
@@ -133,33 +173,16 @@ async function writeModelDir(result: ConversionResult, dir: string, input: MlxIn
     throw new TensorportError('OutputExists', `${join(dir, stale[0]!)} already exists and would be loaded with the new weights (use --force to replace the model in ${dir})`, { path: join(dir, stale[0]!) });
   }
   await mkdir(dir, { recursive: true });
-  const sinkOptions = { force: options.force, fsync: true };
-  // Copied files are written first and committed last, so the model and its tokenizer appear together.
-  const sinks: FileSink[] = [];
-  try {
-    for (const e of extras) {
-      const sink = await FileSink.create(join(dir, e.name), sinkOptions);
-      sinks.push(sink);
-      await sink.write(e.bytes);
-    }
-    const r = await writeMlxModel(result, (name) => FileSink.create(join(dir, name), sinkOptions), options.onProgress ? { onProgress: options.onProgress } : {});
-    const files = r.files.map((f) => join(dir, f));
-    let committed = 0;
-    try {
-      for (const s of sinks) {
-        await s.commit();
-        committed++;
-      }
-    } catch (e) {
-      await Promise.all([...files, ...extras.slice(0, committed).map((x) => join(dir, x.name))].map((f) => rm(f, { force: true }).catch(() => undefined)));
-      throw e;
-    }
-    await Promise.all(stale.map((f) => rm(join(dir, f), { force: true })));
-    return { files: [...files, ...extras.map((e) => join(dir, e.name))], bytes: r.bytes + extras.reduce((n, e) => n + e.bytes.byteLength, 0) };
-  } catch (e) {
-    await Promise.all(sinks.map((s) => s.abort().catch(() => undefined)));
-    throw e;
-  }
+  // One commit group: shards, index, config.json and the copied files appear together or not at
+  // all, also when interrupted (core's commit-group.ts).
+  const group = new CommitGroup();
+  const sinkOptions = { force: options.force, fsync: true, group };
+  const r = await writeMlxModel(result, (name) => FileSink.create(join(dir, name), sinkOptions), {
+    extraFiles: extras,
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  });
+  await Promise.all(stale.map((f) => rm(join(dir, f), { force: true })));
+  return { files: r.files.map((f) => join(dir, f)), bytes: r.bytes };
 }
 
 /** Each safetensors file passes core's validator; reading the output back gives what was written. */

@@ -8,6 +8,16 @@ export interface ByteSink {
   commit(): Promise<void>;
   abort(): Promise<void>;
   readonly bytesWritten: number;
+  /**
+   * Optional two-phase commit for multi-file outputs (writeAllOrNothing): `prepare` makes every
+   * byte durable without making the file visible, so a full disk fails before anything is
+   * published; `revert` undoes a `commit` made after it (removes the file, or puts back the one it
+   * replaced); `finish` is called on every sink once the whole group is committed or rolled back.
+   * Sinks without them (MemorySink) publish nothing visible before commit anyway.
+   */
+  prepare?(): Promise<void>;
+  revert?(): Promise<void>;
+  finish?(): Promise<void>;
 }
 
 /** Collects everything in memory; `bytes()` after commit. For tests and the browser. */

@@ -1,11 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { link, lstat, open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { TensorportError } from '../errors.ts';
 import type { ByteSink } from '../io/sink.ts';
 import { registerTempFile, unregisterTempFile } from './cleanup.ts';
+import { CommitGroup, type GroupMember } from './commit-group.ts';
 import { errnoCode, ioError } from './file-source.ts';
+import { ownedName } from './owner.ts';
+import { sweepOnce } from './stale.ts';
 
 export interface FileSinkOptions {
   /** Replace an existing target (on commit). Without it an existing target is OutputExists. */
@@ -17,6 +19,11 @@ export interface FileSinkOptions {
   fsync?: boolean;
   /** Write-behind buffer size; two are used (one filling, one being written). Default 4 MiB, like DEFAULT_CHUNK. */
   bufferSize?: number;
+  /**
+   * The multi-file commit this file belongs to (all in one directory): its journal lets a crash in
+   * the middle of the renames be rolled back by the next run. See commit-group.ts.
+   */
+  group?: CommitGroup;
 }
 
 const DEFAULT_BUFFER = 4 * 1024 * 1024;
@@ -32,7 +39,8 @@ const DEFAULT_BUFFER = 4 * 1024 * 1024;
  */
 export class FileSink implements ByteSink {
   bytesWritten = 0;
-  private state: 'open' | 'committing' | 'committed' | 'aborted' = 'open';
+  private state: 'open' | 'committing' | 'prepared' | 'committed' | 'aborted' = 'open';
+  private member: GroupMember | null = null;
   private buf: Uint8Array;
   private spare: Uint8Array;
   private fill = 0;
@@ -45,17 +53,19 @@ export class FileSink implements ByteSink {
     /** The final path. */
     readonly name: string,
     readonly tempPath: string,
-    private readonly opts: Required<FileSinkOptions>,
+    private readonly opts: Required<Omit<FileSinkOptions, 'group'>> & { group?: CommitGroup },
   ) {
     this.buf = new Uint8Array(opts.bufferSize);
     this.spare = new Uint8Array(opts.bufferSize);
   }
 
   static async create(target: string, options: FileSinkOptions = {}): Promise<FileSink> {
-    const opts = { force: false, fsync: true, bufferSize: DEFAULT_BUFFER, ...options };
+    const opts: Required<Omit<FileSinkOptions, 'group'>> & { group?: CommitGroup } = { force: false, fsync: true, bufferSize: DEFAULT_BUFFER, ...options };
     const path = resolve(target);
     await checkTarget(path, opts.force);
-    const temp = join(dirname(path), `.${basename(path)}.tensorport-${randomBytes(6).toString('hex')}.tmp`);
+    // Leftovers of killed runs in this directory go first (reported as warnings; see stale.ts).
+    sweepOnce(dirname(path));
+    const temp = join(dirname(path), ownedName(basename(path), 'tmp'));
     // Registered before it exists: a signal between open and registration must not leak it.
     registerTempFile(temp);
     let fh: FileHandle;
@@ -109,7 +119,44 @@ export class FileSink implements ByteSink {
     }
   }
 
+  /**
+   * First phase of a multi-file commit: every byte written and fsynced, the file closed, nothing
+   * visible yet. `commit` then only publishes it, `revert` undoes that, `finish` ends the group.
+   */
+  async prepare(): Promise<void> {
+    this.checkOpen();
+    this.state = 'committing';
+    try {
+      await this.flush();
+      await this.settle();
+      if (this.opts.fsync) await this.fh.sync();
+      const st = await this.fh.stat({ bigint: true });
+      await this.fh.close();
+      this.member = { target: this.name, temp: this.tempPath, backup: join(dirname(this.name), ownedName(basename(this.name), 'bak')), dev: String(st.dev), ino: String(st.ino), committed: false };
+      this.opts.group ??= new CommitGroup(false);
+      this.opts.group.add(this.member);
+    } catch (e) {
+      this.state = 'open';
+      await this.abort();
+      throw e instanceof TensorportError ? e : ioError(`cannot finish ${this.name}`, this.name, e);
+    }
+    this.state = 'prepared';
+  }
+
+  /** Undoes a commit made after `prepare` (removes the file, or puts back the one it replaced). */
+  async revert(): Promise<void> {
+    if (!this.member || !this.opts.group) return;
+    this.opts.group.revert(this.member);
+    this.state = 'aborted';
+  }
+
+  /** The group this sink was committed (or reverted) with is settled: drop its journal and backups. */
+  async finish(): Promise<void> {
+    this.opts.group?.finish();
+  }
+
   async commit(): Promise<void> {
+    if (this.state === 'prepared') return this.commitPrepared();
     this.checkOpen();
     this.state = 'committing';
     try {
@@ -128,9 +175,36 @@ export class FileSink implements ByteSink {
     if (this.opts.fsync) await syncDirectory(dirname(this.name));
   }
 
+  private async commitPrepared(): Promise<void> {
+    const member = this.member!;
+    try {
+      this.opts.group!.publish(member, this.opts.force);
+    } catch (e) {
+      // A half-done publish (backup made, rename refused) is undone here; the caller reverts the others.
+      try {
+        this.opts.group!.revert(member);
+      } catch {
+        // The group's rollback on exit, or the next run's sweep, retries.
+      }
+      this.state = 'aborted';
+      unregisterTempFile(this.tempPath);
+      if (errnoCode(e) === 'EEXIST') throw outputExists(this.name);
+      throw ioError(`cannot publish ${this.name}`, this.name, e);
+    }
+    this.state = 'committed';
+    unregisterTempFile(this.tempPath);
+    if (this.opts.fsync) await syncDirectory(dirname(this.name));
+  }
+
   /** Deletes the temp file; the target is untouched. Safe to call twice; a no-op after commit. */
   async abort(): Promise<void> {
     if (this.state === 'committed' || this.state === 'aborted') return;
+    if (this.state === 'prepared') {
+      this.state = 'aborted';
+      await unlink(this.tempPath).catch(() => {});
+      unregisterTempFile(this.tempPath);
+      return;
+    }
     this.state = 'aborted';
     await this.inflight?.catch(() => {});
     await this.fh.close().catch(() => {});
@@ -140,7 +214,7 @@ export class FileSink implements ByteSink {
 
   private checkOpen(): void {
     if (this.failure) throw this.failure;
-    if (this.state !== 'open') throw new TensorportError('IoError', `${this.name}: write after ${this.state === 'committing' ? 'commit started' : this.state}`, { path: this.name });
+    if (this.state !== 'open') throw new TensorportError('IoError', `${this.name}: write after ${this.state === 'committing' || this.state === 'prepared' ? 'commit started' : this.state}`, { path: this.name });
   }
 
   /** Hands the filled buffer to the writer (after the previous write finished) and swaps buffers. */

@@ -6,6 +6,7 @@ import { openSafetensors, type SafetensorsFile } from '../safetensors/reader.ts'
 import { openShardedCheckpoint, planShards, writeSharded, type ShardedCheckpoint, type ShardedOpenOptions, type WriteShardedResult } from '../safetensors/sharded.ts';
 import { writeSafetensors, type MetadataInput, type WriteOptions } from '../safetensors/writer.ts';
 import type { TensorDescriptor } from '../tensor.ts';
+import { CommitGroup } from './commit-group.ts';
 import { FileSink } from './file-sink.ts';
 import { errnoCode, FileSource, ioError } from './file-source.ts';
 
@@ -123,7 +124,8 @@ export async function writeCheckpointPath(
   await mkdir(target, { recursive: true }).catch((e: unknown) => {
     throw ioError(`cannot create directory ${target}`, target, e);
   });
-  const result = await writeSharded(tensors, metadata, (name) => FileSink.create(join(target, name), sinkOpts), opts);
+  const group = new CommitGroup();
+  const result = await writeSharded(tensors, metadata, (name) => FileSink.create(join(target, name), { ...sinkOpts, group }), opts);
   await unlink(stale).catch(() => {});
   return { ...result, paths: result.files.map((f) => join(target, f)) };
 }

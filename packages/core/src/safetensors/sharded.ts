@@ -252,9 +252,11 @@ export async function writeSharded(
 }
 
 /**
- * Writes several files as one unit: each sink is opened and filled in turn, and all are committed
- * only after every file was written completely (in the given order, so put an index last); any
- * failure aborts every sink not yet committed. The commits are a series of renames, not atomic.
+ * Writes several files as one unit: each sink is opened and filled in turn; then every sink is
+ * prepared (flushed and fsynced: a full disk fails here, before anything is visible), then all are
+ * committed in the given order (put an index last). If a commit fails, the ones before it are
+ * reverted and the rest aborted, so the outputs appear all together or not at all (file sinks also
+ * roll back on signals and after kill -9: node/commit-group.ts).
  */
 export async function writeAllOrNothing(
   files: ReadonlyArray<{ readonly name: string; write(sink: ByteSink): Promise<unknown> }>,
@@ -268,14 +270,28 @@ export async function writeAllOrNothing(
       sinks.push(sink);
       await f.write(sink);
     }
+    for (const sink of sinks) await sink.prepare?.();
     for (const sink of sinks) {
       await sink.commit();
       committed++;
     }
   } catch (e) {
+    let reverted = true;
+    for (const sink of sinks.slice(0, committed).reverse()) {
+      await sink.revert?.().catch(() => {
+        reverted = false;
+      });
+    }
     await Promise.all(sinks.slice(committed).map(abortQuietly));
+    // A failed revert keeps the group's journal, so exit handlers or the next run finish the rollback.
+    if (reverted) await finishAll(sinks);
     throw e;
   }
+  await finishAll(sinks);
+}
+
+async function finishAll(sinks: readonly ByteSink[]): Promise<void> {
+  for (const sink of sinks) await sink.finish?.().catch(() => {});
 }
 
 async function closeAll(checkpoints: readonly Checkpoint[]): Promise<void> {

@@ -5,7 +5,7 @@
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { TensorportError, type Checkpoint } from '@tensorport/core';
-import { FileSink, openCheckpointPath } from '@tensorport/core/node';
+import { CommitGroup, FileSink, openCheckpointPath } from '@tensorport/core/node';
 import { MLX_CONFIG_FILE, writeMlxModel, type WriteMlxModelOptions } from '../model.ts';
 import type { ConversionResult } from '../dequantize.ts';
 
@@ -46,6 +46,7 @@ export interface WriteMlxModelDirOptions extends WriteMlxModelOptions {
 /** Writes shards, model.safetensors.index.json and config.json into `dir` (created if needed). */
 export async function writeMlxModelDir(dir: string, result: Pick<ConversionResult, 'tensors' | 'metadata' | 'layers' | 'config'>, options: WriteMlxModelDirOptions = {}) {
   await mkdir(dir, { recursive: true });
-  const sinkOptions = { force: options.force ?? false, fsync: options.fsync ?? true };
+  // One commit group: the model's files appear together or not at all, also when interrupted.
+  const sinkOptions = { force: options.force ?? false, fsync: options.fsync ?? true, group: new CommitGroup() };
   return writeMlxModel(result, (name) => FileSink.create(join(dir, name), sinkOptions), options);
 }
