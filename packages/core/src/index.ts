@@ -17,3 +17,5 @@ export * from './safetensors/index-file.ts';
 export * from './safetensors/sharded.ts';
 export * from './identify/index.ts';
 export * from './diff/index.ts';
+export * from './format/index.ts';
+export { safetensorsFormat, openShardedContext, type SafetensorsWriteOptions } from './safetensors/format.ts';

@@ -6,3 +6,4 @@ export { parseNpyHeader, formatNpyHeader, DEFAULT_MAX_HEADER_SIZE, type NpyHeade
 export { descrToDtype, dtypeToDescr } from './descr.ts';
 export { parsePyLiteral, PyTuple, type PyValue } from './literal.ts';
 export { DEFAULT_MAX_FORTRAN_BYTES } from './descriptor.ts';
+export { npzFormat, npyFormat, type NpzOpenOptions, type NpyOpenOptions, type NpzFormatWriteOptions } from './format.ts';

@@ -14,6 +14,8 @@ export interface NpzReadOptions extends NpyHeaderOptions, Omit<ZipReadOptions, '
   /** Check each member's CRC-32 while its tensor streams (default true; `range` readers bypass it). */
   verifyCrc?: boolean;
   onWarning?: (f: Finding) => void;
+  /** The source's ZIP directory when the caller parsed it already (a Context shares one parse). */
+  archive?: ZipArchive;
 }
 
 export interface NpzCheckpoint extends Checkpoint {
@@ -34,7 +36,7 @@ export async function openNpz(source: ByteSource, options: NpzReadOptions = {}):
     options.onWarning?.(f);
   };
   const codec = options.codec ?? fflateCodec;
-  const zip = await openZip(source, { ...options, codec });
+  const zip = options.archive ?? (await openZip(source, { ...options, codec }));
   const tensors: TensorDescriptor[] = [];
   const seen = new Map<string, string>();
   for (const entry of zip.entries) {

@@ -10,3 +10,4 @@ export type { TorchCheckpoint, AssembleOptions } from './torch/assemble.ts';
 export { LEGACY_MAGIC } from './torch/legacy-format.ts';
 export { writeTorchCheckpoint, type WriteTorchOptions, type WriteTorchReport } from './torch/writer.ts';
 export { validateTorchCheckpoint, sniffTorchCheckpoint, type TorchValidationReport } from './validate.ts';
+export * from './format/index.ts';

@@ -1,0 +1,18 @@
+/**
+ * tensorport as a library (browser-safe: no `node:` imports here): the Format contract and Context
+ * (from @tensorport/core), the registry of every format, and the pipeline.
+ */
+export {
+  TensorportError, FolderContext, MemoryFolder, MemoryTarget, memoryContext, safetensorsFormat,
+  type Checkpoint, type Context, type ErrorCode, type Finding, type Folder, type Format, type OutputTarget,
+  type TensorDescriptor, type ValidationReport, type WriteResult,
+} from '@tensorport/core';
+export { npzFormat, npyFormat } from '@tensorport/npz';
+export { torchFormat } from '@tensorport/torch-zip';
+export { createRegistry, defaultRegistry, FORMATS, type AnyFormat, type Detected, type Registry } from './registry.ts';
+export { openInput, type Opened, type PipelineOptions, type ReadOptions } from './pipeline/open.ts';
+export { castTarget, checkWritten, convert, verifyContent, writerFor, type ConvertOptions, type ConvertReport, type WriteOptionsByFormat } from './pipeline/convert.ts';
+export { inspect, type DtypeTotal, type InspectReport, type InspectTensor } from './pipeline/inspect.ts';
+export { validate, type ValidateReport } from './pipeline/validate.ts';
+export { diff, type DiffReport } from './pipeline/diff.ts';
+export { scan, type ScanResult } from './pipeline/scan.ts';

@@ -1,0 +1,58 @@
+import { readdir, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { FolderContext, TensorportError, type ByteSource, type Context, type Folder } from '@tensorport/core';
+import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
+
+/** A directory on disk. `typed` keeps the input file's name as the user spelled it (messages, source names). */
+export class NodeFolder implements Folder {
+  constructor(
+    readonly name: string,
+    private readonly typed: ReadonlyMap<string, string> = new Map(),
+  ) {}
+
+  async list(): Promise<readonly string[]> {
+    const entries = await readdir(this.name, { withFileTypes: true });
+    return entries.filter((e) => e.isFile() || e.isSymbolicLink()).map((e) => e.name).sort();
+  }
+
+  async size(name: string): Promise<number | null> {
+    const st = await stat(this.path(name)).catch(() => null);
+    return st?.isFile() ? st.size : null;
+  }
+
+  open(name: string): Promise<ByteSource> {
+    return FileSource.open(this.path(name));
+  }
+
+  path(name: string): string {
+    return this.typed.get(name) ?? join(this.name, name);
+  }
+}
+
+/**
+ * The Context of a path: a directory is the input itself (entry null); a file is the entry of the
+ * directory holding it, whose other files (shards, config.json) are its siblings.
+ */
+export async function pathContext(path: string): Promise<Context> {
+  let info;
+  try {
+    info = await stat(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file or directory' : code === 'EACCES' ? 'permission denied' : (code ?? (e as Error).message);
+    throw new TensorportError('IoError', `cannot read ${path || "''"}: ${why}`, { path, cause: e });
+  }
+  if (info.isDirectory()) return new FolderContext(new NodeFolder(path), null, { codec: nodeZlibCodec, name: path });
+  const entry = basename(path);
+  return new FolderContext(new NodeFolder(dirname(path), new Map([[entry, path]])), entry, { codec: nodeZlibCodec, name: path });
+}
+
+/** Runs `body` on the path's context and closes it afterwards. */
+export async function withPath<T>(path: string, body: (ctx: Context) => Promise<T>): Promise<T> {
+  const ctx = await pathContext(path);
+  try {
+    return await body(ctx);
+  } finally {
+    await ctx.close();
+  }
+}

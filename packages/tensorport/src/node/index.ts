@@ -1,0 +1,8 @@
+/**
+ * tensorport in Node: contexts from paths, file targets with the output policy, and the path forms
+ * of the pipeline that the command line runs.
+ */
+export * from '../index.ts';
+export { NodeFolder, pathContext, withPath } from './folder.ts';
+export { FileTarget, type FileTargetOptions } from './target.ts';
+export { convertPath, diffPaths, formatForOutput, inspectPath, scanPath, validatePath, type ConvertPathOptions, type ConvertPathResult } from './paths.ts';

@@ -1,0 +1,126 @@
+import { resolve } from 'node:path';
+import { TensorportError, type CastTarget, type Finding } from '@tensorport/core';
+import { convert, type WriteOptionsByFormat } from '../pipeline/convert.ts';
+import { diff, type DiffReport } from '../pipeline/diff.ts';
+import { inspect, type InspectReport } from '../pipeline/inspect.ts';
+import type { PipelineOptions, ReadOptions } from '../pipeline/open.ts';
+import { scan, type ScanResult } from '../pipeline/scan.ts';
+import { validate, type ValidateReport } from '../pipeline/validate.ts';
+import type { DiffOptions } from '@tensorport/core';
+import { pathContext, withPath } from './folder.ts';
+import { FileTarget } from './target.ts';
+
+export interface ConvertPathOptions extends PipelineOptions {
+  /** A checkpoint file (format detected from its bytes), a checkpoint directory or its index file. */
+  input: string;
+  /** A file path, or a directory (existing, or ending with '/') that receives the format's file names. */
+  output: string;
+  dtype?: CastTarget | Lowercase<CastTarget>;
+  /** Largest shard in tensor bytes, for a directory output (default 5e9, HF's "5GB"); InvalidOption for a file output. */
+  maxShardSize?: number;
+  /** Replace existing outputs (never the input). */
+  force?: boolean;
+  /** fsync outputs before renaming them into place (default true). */
+  fsync?: boolean;
+  /** Output format (safetensors, npz, npy, torch); default from the output's extension, else safetensors. */
+  to?: string;
+  /** npz output: deflate members (np.savez_compressed). */
+  compress?: boolean;
+  /** Other writer options, by format. */
+  write?: WriteOptionsByFormat;
+  /** Re-read the written output and diff it bit for bit against the input (default false: about doubles the time). */
+  verify?: boolean;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ConvertPathResult {
+  input: string;
+  /** Absolute path of the output file or directory. */
+  output: string;
+  from: string;
+  to: string;
+  /** Every file written (absolute paths); each was re-read and validated. */
+  files: string[];
+  tensors: number;
+  bytes: number;
+  cast: number;
+  verified: boolean;
+  warnings: Finding[];
+}
+
+const OUTPUT_FORMATS: Readonly<Record<string, string>> = { '.npz': 'npz', '.npy': 'npy', '.pt': 'torch', '.pth': 'torch', '.bin': 'torch', '.ckpt': 'torch' };
+
+/** The output format an extension names; anything else (a directory, .safetensors, no extension) is safetensors. */
+export function formatForOutput(output: string, directory: boolean): string {
+  if (directory) return 'safetensors';
+  const m = /(\.[^./\\]+)$/.exec(output);
+  return OUTPUT_FORMATS[m?.[1]?.toLowerCase() ?? ''] ?? 'safetensors';
+}
+
+/** `convert` by paths: what `tensorport convert` runs. */
+export async function convertPath(options: ConvertPathOptions): Promise<ConvertPathResult> {
+  const target = await FileTarget.at(options.output, { force: options.force === true, fsync: options.fsync !== false });
+  if (options.maxShardSize !== undefined) {
+    if (!Number.isSafeInteger(options.maxShardSize) || options.maxShardSize <= 0) {
+      throw new TensorportError('InvalidOption', `the max shard size must be a positive number of bytes, got ${options.maxShardSize}`);
+    }
+    if (!target.directory) {
+      throw new TensorportError('InvalidOption', `a max shard size needs a directory output: end '${options.output}' with '/' to shard into it`, { path: options.output });
+    }
+  }
+  const write: WriteOptionsByFormat = {
+    ...options.write,
+    safetensors: { ...options.write?.safetensors, ...(options.maxShardSize === undefined ? {} : { maxShardSize: options.maxShardSize }) },
+    npz: { ...options.write?.npz, ...(options.compress ? { compress: true } : {}) },
+  };
+  return withPath(options.input, async (input) => {
+    const r = await convert({
+      input,
+      target,
+      to: options.to ?? formatForOutput(options.output, target.directory),
+      write,
+      ...(options.dtype === undefined ? {} : { dtype: options.dtype }),
+      ...(options.registry ? { registry: options.registry } : {}),
+      ...(options.read ? { read: options.read } : {}),
+      ...(options.verify ? { verify: true } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+    return { input: options.input, output: resolve(options.output), ...r };
+  });
+}
+
+/** `inspect` by path. */
+export function inspectPath(path: string, options: PipelineOptions = {}): Promise<InspectReport> {
+  return withPath(path, (ctx) => inspect(ctx, options));
+}
+
+/** `validate` by path: an unreadable path is a report too, never an exception. */
+export async function validatePath(path: string, options: PipelineOptions = {}): Promise<ValidateReport> {
+  let ctx;
+  try {
+    ctx = await pathContext(path);
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return { path, format: null, valid: false, errors: [{ ...e.toJSON(), path } as unknown as Finding], warnings: [], files: [path] };
+  }
+  try {
+    return await validate(ctx, options);
+  } finally {
+    await ctx.close();
+  }
+}
+
+/** `diff` by paths. */
+export function diffPaths(a: string, b: string, options: DiffOptions & PipelineOptions = {}): Promise<DiffReport> {
+  return withPath(a, (ca) => withPath(b, (cb) => diff(ca, cb, options)));
+}
+
+/** `scan` by path (a file). */
+export function scanPath(path: string): Promise<ScanResult> {
+  return withPath(path, async (ctx) => {
+    if (ctx.entry === null) throw new TensorportError('IoError', `${path} is a directory: scan one file`, { path });
+    return scan(ctx);
+  });
+}
+
+export type { ReadOptions };

@@ -1,0 +1,159 @@
+import {
+  castTensors, diffCheckpoints, isCastable, TensorportError,
+  type CastTarget, type Checkpoint, type Context, type ErrorCode, type Finding, type OutputTarget, type TensorDescriptor,
+} from '@tensorport/core';
+import type { NpzFormatWriteOptions } from '@tensorport/npz';
+import type { SafetensorsWriteOptions } from '@tensorport/core';
+import { defaultRegistry, type AnyFormat } from '../registry.ts';
+import { openInput, type PipelineOptions } from './open.ts';
+
+/** Writer options by format name, each format's own. */
+export interface WriteOptionsByFormat {
+  safetensors?: SafetensorsWriteOptions;
+  npz?: NpzFormatWriteOptions;
+  [format: string]: unknown;
+}
+
+export interface ConvertOptions extends PipelineOptions {
+  input: Context;
+  target: OutputTarget;
+  /** Output format by name (default safetensors). */
+  to?: string;
+  /** Cast F16/BF16/F32/F64 tensors to this dtype; other dtypes are kept (and named in `warnings`). */
+  dtype?: CastTarget | Lowercase<CastTarget>;
+  write?: WriteOptionsByFormat;
+  /** Re-read the written output and diff it bit for bit against the input (costs about +120% of the conversion time). */
+  verify?: boolean;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ConvertReport {
+  from: string;
+  to: string;
+  /** Every file written, as the target locates them; each was re-read and validated. */
+  files: string[];
+  tensors: number;
+  /** Bytes written, all files together. */
+  bytes: number;
+  /** Tensors whose dtype the cast changed. */
+  cast: number;
+  /** True when the output was re-read and diffed equal to the input (`verify`). */
+  verified: boolean;
+  warnings: Finding[];
+}
+
+const CAST_TARGETS: readonly string[] = ['F16', 'BF16', 'F32'];
+
+export function castTarget(dtype: string | undefined): CastTarget | undefined {
+  const d = dtype?.toUpperCase();
+  if (d !== undefined && !CAST_TARGETS.includes(d)) throw new TensorportError('InvalidOption', `cannot cast to ${dtype}: the targets are f16, bf16 and f32`);
+  return d as CastTarget | undefined;
+}
+
+/** The writer called `to`; UnsupportedFormat when no format of the registry writes it. */
+export function writerFor(to: string, options: PipelineOptions = {}): AnyFormat {
+  const writer = (options.registry ?? defaultRegistry).byName(to);
+  if (!writer?.write) throw new TensorportError('UnsupportedFormat', `tensorport cannot write ${to} yet`);
+  return writer;
+}
+
+/**
+ * load, transform, save, check: opens the input once (its format by content), casts when asked,
+ * writes through the target's output policy, then reads the output back once (validation, the
+ * written names/dtypes/shapes, and with `verify` every value). All or nothing: when a check fails,
+ * what was written is rolled back.
+ */
+export async function convert(options: ConvertOptions): Promise<ConvertReport> {
+  const dtype = castTarget(options.dtype);
+  const writer = writerFor(options.to ?? 'safetensors', options);
+  const { input: ctx, target } = options;
+  const { checkpoint, warnings } = await openInput(ctx, options);
+  let written: string[] = [];
+  try {
+    target.protect(inputFiles(ctx, checkpoint));
+    const tensors = dtype === undefined ? [...checkpoint.tensors] : castTensors(checkpoint.tensors, dtype);
+    const cast = dtype === undefined ? 0 : checkpoint.tensors.filter((t) => t.dtype !== dtype && isCastable(t.dtype)).length;
+    if (dtype !== undefined) warnings.push(...keptDtypes(checkpoint.tensors, dtype));
+    const result = await writer.write!(tensors, checkpoint.metadata, target, {
+      ...((options.write?.[writer.name] as object | undefined) ?? {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+    written = result.files;
+    const verified = options.verify === true;
+    await checkWritten(writer, target, written, tensors, verified);
+    return { from: checkpoint.format, to: writer.name, files: written.map((f) => target.locate(f)), tensors: tensors.length, bytes: result.bytes, cast, verified, warnings };
+  } catch (e) {
+    // The writer leaves nothing behind when it fails; this removes what it committed before a later check failed.
+    await target.rollback(written).catch(() => undefined);
+    throw e;
+  } finally {
+    await checkpoint.close();
+  }
+}
+
+/** What the conversion reads: the input and every file its tensors point into (the shards). */
+function inputFiles(ctx: Context, checkpoint: Checkpoint): string[] {
+  const files = new Set<string>([ctx.name, ...ctx.opened()]);
+  for (const t of checkpoint.tensors) if (t.range) files.add(t.range.source.name);
+  return [...files];
+}
+
+/** One warning naming the dtypes a cast leaves alone (integers, BOOL, quantized F8/F6/F4, C64). */
+function keptDtypes(tensors: readonly TensorDescriptor[], dtype: CastTarget): Finding[] {
+  const kept = new Map<string, number>();
+  for (const t of tensors) if (t.dtype !== dtype && !isCastable(t.dtype)) kept.set(t.dtype, (kept.get(t.dtype) ?? 0) + 1);
+  if (kept.size === 0) return [];
+  const list = [...kept].map(([d, n]) => `${n} ${d}`).join(', ');
+  return [{ code: 'CastSkipped', message: `kept ${list} tensor(s) unchanged: a cast converts only F16, BF16, F32 and F64` }];
+}
+
+/**
+ * Re-reads what was written, through one context: the output must pass the format's validator,
+ * opening it must give the tensor names, dtypes and shapes that were written, and with `verify`
+ * its values must diff equal to what was written (the input, cast when asked).
+ */
+export async function checkWritten(writer: AnyFormat, target: OutputTarget, files: readonly string[], tensors: readonly TensorDescriptor[], verify: boolean): Promise<void> {
+  const readBack = writer.readBack?.(tensors);
+  const ctx = await target.reopen(files);
+  try {
+    const first = writer.validate ? (await writer.validate(ctx, readBack)).errors[0] : undefined;
+    if (first) {
+      throw new TensorportError(first.code as ErrorCode, `the written output failed validation: ${first.message}`, {
+        path: first.path ?? ctx.name,
+        ...(first.tensor === undefined ? {} : { tensor: first.tensor }),
+        ...(first.offset === undefined ? {} : { offset: Number(first.offset) }),
+      });
+    }
+    const back = await writer.open(ctx, readBack);
+    try {
+      const expected = new Map(tensors.map((t) => [t.name, t]));
+      const differs = (t: TensorDescriptor): boolean => {
+        const e = expected.get(t.name);
+        return !e || e.dtype !== t.dtype || e.byteLength !== t.byteLength || e.shape.join() !== t.shape.join();
+      };
+      if (back.tensors.length !== tensors.length || back.tensors.some(differs)) {
+        throw new TensorportError('ShardMismatch', `reading ${ctx.name} back does not give the ${tensors.length} tensors that were written`, { path: ctx.name });
+      }
+      if (verify) await verifyContent(back, ctx.name, tensors);
+    } finally {
+      await back.close();
+    }
+  } finally {
+    await ctx.close();
+  }
+}
+
+/**
+ * `verify`: the written output, opened by its own reader, diffed value by value (bit-exact,
+ * streaming) against the tensors that were written. Catches what validation cannot: right
+ * structure, wrong bytes.
+ */
+export async function verifyContent(back: Checkpoint, name: string, tensors: readonly TensorDescriptor[], onProgress?: (done: number, total: number) => void): Promise<void> {
+  const r = await diffCheckpoints({ tensors, metadata: null }, back, onProgress ? { onProgress } : {});
+  if (r.equal) return;
+  const first = r.changed[0];
+  const what = first
+    ? `tensor ${JSON.stringify(first.name)} differs (${first.reason}${first.mismatches === undefined ? '' : `, ${first.mismatches} element(s)`})`
+    : `${r.onlyInA.length} tensor(s) missing, ${r.onlyInB.length} unexpected`;
+  throw new TensorportError('VerifyMismatch', `reading ${name} back does not give the input's values: ${what}`, { path: name, ...(first ? { tensor: first.name } : {}) });
+}

@@ -1,0 +1,77 @@
+import { extensionOf, identify, safetensorsFormat, TensorportError, type Context, type Finding, type Format } from '@tensorport/core';
+import { npyFormat, npzFormat } from '@tensorport/npz';
+import { torchFormat } from '@tensorport/torch-zip';
+
+/** Any format, whatever its own option types. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyFormat = Format<any, any>;
+
+export interface Detected {
+  format: AnyFormat;
+  /** ExtensionMismatch when the input's name disagrees with its content. */
+  warnings: Finding[];
+}
+
+/** The formats one program knows, in sniffing order. Tests build their own instead of changing a global. */
+export interface Registry {
+  readonly formats: readonly AnyFormat[];
+  byName(name: string): AnyFormat | undefined;
+  /** The format of an input by content (first sniffer that says yes); UnknownFormat/UnsupportedFormat otherwise. */
+  detect(ctx: Context): Promise<Detected>;
+}
+
+export function createRegistry(formats: readonly AnyFormat[]): Registry {
+  const list = [...formats];
+  return {
+    formats: list,
+    byName: (name) => list.find((f) => f.name === name),
+    detect: (ctx) => detect(list, ctx),
+  };
+}
+
+/** Kinds of core's identify that mean "no content tensorport recognises": the extension may then decide. */
+const UNRECOGNISED = new Set(['unknown', 'empty']);
+
+async function detect(formats: readonly AnyFormat[], ctx: Context): Promise<Detected> {
+  let format: AnyFormat | undefined;
+  for (const f of formats) {
+    if (await f.sniff(ctx)) {
+      format = f;
+      break;
+    }
+  }
+  if (ctx.entry === null) {
+    if (format) return { format, warnings: [] };
+    throw new TensorportError('UnknownFormat', `${ctx.name} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json, one *.safetensors file, pytorch_model.bin.index.json or pytorch_model.bin)`, { path: ctx.name });
+  }
+  const ext = extensionOf(ctx.entry);
+  if (!format) {
+    // Only now is the file named in words; a file whose bytes fit nothing but whose extension names a
+    // format is read as that format, so a damaged model.safetensors gets the reader's precise error.
+    const identified = await identify(await ctx.source(), ctx.codec ? { codec: ctx.codec } : {});
+    const unrecognised = UNRECOGNISED.has(identified.kind);
+    format = unrecognised ? formats.find((f) => f.extensions.includes(ext)) : undefined;
+    if (!format) {
+      throw new TensorportError(unrecognised ? 'UnknownFormat' : 'UnsupportedFormat', `${ctx.name} holds ${identified.what} (${identified.can}); tensorport reads ${names(formats)} checkpoints`, { path: ctx.name });
+    }
+  }
+  const warnings: Finding[] = [];
+  if (!format.extensions.includes(ext)) {
+    warnings.push({
+      code: 'ExtensionMismatch',
+      message: `${ctx.name} has the extension '${ext || '(none)'}' but its content is ${format.name}; reading it as ${format.name}`,
+      path: ctx.name,
+    });
+  }
+  return { format, warnings };
+}
+
+function names(formats: readonly AnyFormat[]): string {
+  const n = formats.map((f) => f.name);
+  return n.length <= 1 ? n.join('') : `${n.slice(0, -1).join(', ')} and ${n[n.length - 1]}`;
+}
+
+/** Every format this package knows. Torch before npz: both are ZIPs, torch's is recognised by its member names. */
+export const FORMATS: readonly AnyFormat[] = [safetensorsFormat, torchFormat, npzFormat, npyFormat];
+
+export const defaultRegistry: Registry = createRegistry(FORMATS);

@@ -1,0 +1,76 @@
+import { readFile, readdir } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  MemoryFolder, MemoryTarget, convert, createRegistry, defaultRegistry, inspect, memoryContext, safetensorsFormat, torchFormat, validate,
+  type Format,
+} from '../src/index.ts';
+import { convertPath, inspectPath, pathContext } from '../src/node/index.ts';
+
+const REPO = join(import.meta.dirname, '../../..');
+const TORCH = join(REPO, 'fixtures/torch/checkpoints/transformers.pt');
+const dirs: string[] = [];
+const tempDir = async () => {
+  const d = await mkdtemp(join(tmpdir(), 'tensorport-lib-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true }))));
+
+describe('the pipeline over in-memory files (what a browser has)', () => {
+  it('converts a torch.save file to the same safetensors bytes as the path form', async () => {
+    const bytes = new Uint8Array(await readFile(TORCH));
+    const input = memoryContext(new MemoryFolder([['transformers.pt', bytes]]), 'transformers.pt');
+    const target = new MemoryTarget('model.safetensors');
+    const r = await convert({ input, target });
+    await input.close();
+    expect(r.from).toBe('torch-zip');
+    expect(r.files).toEqual(['model.safetensors']);
+    const dir = await tempDir();
+    const onDisk = await convertPath({ input: TORCH, output: join(dir, 'model.safetensors') });
+    expect(onDisk.bytes).toBe(r.bytes);
+    expect(Buffer.from(target.written.get('model.safetensors')!).equals(await readFile(join(dir, 'model.safetensors')))).toBe(true);
+  });
+
+  it('inspects the same tensors from memory and from a path', async () => {
+    const bytes = new Uint8Array(await readFile(TORCH));
+    const ctx = memoryContext(new MemoryFolder([['x.pt', bytes]]), 'x.pt');
+    const fromMemory = await inspect(ctx);
+    await ctx.close();
+    const fromPath = await inspectPath(TORCH);
+    expect(fromMemory.tensors.map((t) => [t.name, t.dtype, t.shape])).toEqual(fromPath.tensors.map((t) => [t.name, t.dtype, t.shape]));
+    expect(fromMemory.totals).toEqual(fromPath.totals);
+  });
+});
+
+describe('registries', () => {
+  it('the default one holds every format, in sniffing order', () => {
+    expect(defaultRegistry.formats.map((f) => f.name)).toEqual(['safetensors', 'torch', 'npz', 'npy']);
+  });
+
+  it('a registry without torch cannot read a torch file; one with a planted format uses it', async () => {
+    const ctx = await pathContext(TORCH);
+    try {
+      const only = createRegistry([safetensorsFormat]);
+      await expect(inspect(ctx, { registry: only })).rejects.toMatchObject({ code: 'UnsupportedFormat' });
+      const v = await validate(ctx, { registry: createRegistry([safetensorsFormat, torchFormat]) });
+      expect(v).toMatchObject({ format: 'torch', valid: true });
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('a written output that fails its validator is rolled back', async () => {
+    const broken: Format = {
+      ...(safetensorsFormat as Format),
+      name: 'broken',
+      validate: async (ctx) => ({ valid: false, errors: [{ code: 'InvalidOffset', message: 'planted', path: ctx.name }], warnings: [], files: [ctx.name] }),
+    };
+    const dir = await tempDir();
+    const registry = createRegistry([...defaultRegistry.formats, broken]);
+    await expect(convertPath({ input: TORCH, output: join(dir, 'out') + '/', to: 'broken', registry })).rejects.toMatchObject({ code: 'InvalidOffset' });
+    expect(await readdir(dir)).toEqual([]);
+  });
+});

@@ -1,0 +1,68 @@
+import { baseName, detectFormat, extensionOf, TensorportError, withProgress, type Context, type Format } from '@tensorport/core';
+import { writeTorchCheckpoint } from '../torch/writer.ts';
+import { isShardedTorch, openShardedTorch, TORCH_INDEX_FILE, TORCH_SINGLE_FILE, validateShardedTorch } from './sharded.ts';
+import { openTorchFile, validateTorchFile, type TorchOpenOptions } from './single.ts';
+
+export const TORCH_EXTENSIONS = ['.pt', '.pth', '.bin', '.ckpt'];
+
+/** PROTO 2, LONG1 of 10 bytes: the magic number torch's legacy save writes first. */
+const LEGACY_HEAD = [0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19];
+
+/**
+ * What a ZIP's member names say about torch: every member under one `<prefix>/`, with
+ * `<prefix>/data.pkl` (torch.save) or `<prefix>/constants.pkl` / `<prefix>/code/` (TorchScript,
+ * which the reader refuses precisely).
+ */
+export function torchArchiveKind(names: readonly string[]): 'torch-zip' | 'torchscript' | null {
+  const prefixes = new Set(names.map((n) => (n.includes('/') ? n.slice(0, n.indexOf('/')) : '')));
+  if (prefixes.size !== 1 || prefixes.has('')) return null;
+  const [p] = prefixes;
+  if (names.includes(`${p}/constants.pkl`) || names.some((n) => n.startsWith(`${p}/code/`))) return 'torchscript';
+  return names.includes(`${p}/data.pkl`) ? 'torch-zip' : null;
+}
+
+async function sniffFile(ctx: Context): Promise<boolean> {
+  const head = await ctx.head();
+  const kind = detectFormat(head, await ctx.size());
+  if (kind === 'json') return ctx.entry!.endsWith('.bin.index.json');
+  if (kind === 'pickle') return LEGACY_HEAD.every((b, i) => head[i] === b);
+  if (kind !== 'zip') return false;
+  try {
+    return torchArchiveKind((await ctx.zip()).entries.map((e) => e.name)) !== null;
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return false;
+  }
+}
+
+/** PyTorch `torch.save` files (ZIP or legacy) and transformers' sharded `pytorch_model*.bin` folders. */
+export const torchFormat: Format<TorchOpenOptions, object> = {
+  name: 'torch',
+  extensions: TORCH_EXTENSIONS,
+
+  async sniff(ctx) {
+    if (ctx.entry === null) return (await ctx.has(TORCH_INDEX_FILE)) || (await ctx.has(TORCH_SINGLE_FILE));
+    return sniffFile(ctx);
+  },
+
+  open: (ctx, options) => (isShardedTorch(ctx) ? openShardedTorch(ctx, options) : openTorchFile(ctx, undefined, options)),
+
+  async write(tensors, metadata, target, options = {}) {
+    const ext = extensionOf(target.name);
+    if (target.directory || !TORCH_EXTENSIONS.includes(ext)) {
+      throw new TensorportError('InvalidOption', `a torch output is one file ending in ${TORCH_EXTENSIONS.join(', ')}; got ${target.name}`, { path: target.name });
+    }
+    await target.prepare([target.name]);
+    // torch.save(obj, path) names the archive directory after the file's stem.
+    const stem = baseName(target.name).slice(0, -ext.length);
+    const archiveName = /^[A-Za-z0-9_.-]+$/.test(stem) && stem !== '.' && stem !== '..' ? stem : 'archive';
+    const sink = await target.create(target.name);
+    await writeTorchCheckpoint({ tensors: withProgress(tensors, options.onProgress), metadata }, sink, { archiveName, ...(target.codec ? { zipCodec: target.codec } : {}) });
+    return { files: [target.name], bytes: sink.bytesWritten };
+  },
+
+  validate: (ctx, options) => (isShardedTorch(ctx) ? validateShardedTorch(ctx, options) : validateTorchFile(ctx, undefined, options)),
+};
+
+export { TORCH_INDEX_FILE, TORCH_SINGLE_FILE, openShardedTorch, validateShardedTorch, type ShardedTorchCheckpoint } from './sharded.ts';
+export { disallowedGlobals, openTorchFile, scanContext, validateTorchFile, type TorchOpenOptions } from './single.ts';

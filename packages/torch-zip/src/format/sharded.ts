@@ -1,0 +1,105 @@
+import { DEFAULT_INDEX_LIMITS, TensorportError, checkShardAgreement, parseShardIndex, toFinding, type Checkpoint, type Context, type Finding, type ShardIndex, type ValidationReport } from '@tensorport/core';
+import type { TorchCheckpoint } from '../torch/assemble.ts';
+import { openTorchFile, validateTorchFile, type TorchOpenOptions } from './single.ts';
+
+/** transformers' names for a sharded / single PyTorch checkpoint in a model directory. */
+export const TORCH_INDEX_FILE = 'pytorch_model.bin.index.json';
+export const TORCH_SINGLE_FILE = 'pytorch_model.bin';
+
+export interface ShardedTorchCheckpoint extends Checkpoint {
+  readonly format: 'torch-sharded';
+  readonly warnings: Finding[];
+}
+
+/** A folder holding pytorch_model.bin.index.json or pytorch_model.bin, or an index file itself. */
+export function isShardedTorch(ctx: Context): boolean {
+  return ctx.entry === null || ctx.entry.endsWith('.bin.index.json');
+}
+
+/** The index's name, or null for a folder with a single pytorch_model.bin. */
+async function locate(ctx: Context): Promise<string | null> {
+  if (ctx.entry !== null) return ctx.entry;
+  return (await ctx.has(TORCH_INDEX_FILE)) ? TORCH_INDEX_FILE : null;
+}
+
+async function readIndex(ctx: Context, index: string): Promise<ShardIndex> {
+  return parseShardIndex(await ctx.bytes(index, DEFAULT_INDEX_LIMITS.maxBytes));
+}
+
+function missing(ctx: Context, file: string): TensorportError {
+  return new TensorportError('ShardMissing', `shard ${file} named in the index does not exist`, { path: ctx.path(file) });
+}
+
+/**
+ * Opens every shard the index names (each scanned, then read) and checks index and shards agree as
+ * core's sharded safetensors reader does. A tied name that a shard wrote once (its alias) counts as
+ * present.
+ */
+export async function openShardedTorch(ctx: Context, options?: TorchOpenOptions): Promise<Checkpoint> {
+  const index = await locate(ctx);
+  if (index === null) return openTorchFile(ctx, TORCH_SINGLE_FILE, options);
+  const parsed = await readIndex(ctx, index);
+  const shards: Array<{ file: string; checkpoint: TorchCheckpoint }> = [];
+  try {
+    for (const file of parsed.shardFiles) {
+      if (!(await ctx.has(file))) throw missing(ctx, file);
+      shards.push({ file, checkpoint: await openTorchFile(ctx, file, options) });
+    }
+    const warnings = [...parsed.warnings];
+    checkShardAgreement(parsed, shards.map((s) => ({ file: s.file, tensors: s.checkpoint.tensors, aliases: Object.keys(s.checkpoint.aliases) })), warnings, TORCH_INDEX_FILE);
+    for (const s of shards) warnings.push(...s.checkpoint.warnings.map((f) => ({ path: ctx.path(s.file), ...f })));
+    const checkpoint: ShardedTorchCheckpoint = {
+      format: 'torch-sharded',
+      metadata: null,
+      tensors: shards.flatMap((s) => s.checkpoint.tensors),
+      warnings,
+      close: () => closeAll(shards),
+    };
+    return checkpoint;
+  } catch (e) {
+    await closeAll(shards);
+    throw e;
+  }
+}
+
+async function closeAll(shards: ReadonlyArray<{ checkpoint: Checkpoint }>): Promise<void> {
+  await Promise.all(shards.map((s) => s.checkpoint.close().catch(() => undefined)));
+}
+
+/** Every shard validated on its own (full scan and read), then index and shards checked together. */
+export async function validateShardedTorch(ctx: Context, options?: TorchOpenOptions): Promise<ValidationReport> {
+  let index: string | null;
+  let parsed: ShardIndex;
+  try {
+    index = await locate(ctx);
+    if (index === null) return await validateTorchFile(ctx, TORCH_SINGLE_FILE, options);
+    parsed = await readIndex(ctx, index);
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return { valid: false, errors: [{ path: ctx.name, ...toFinding(e) }], warnings: [], files: [ctx.name] };
+  }
+  const errors: Finding[] = [];
+  const warnings: Finding[] = [];
+  const files = [ctx.path(index)];
+  for (const file of parsed.shardFiles) {
+    files.push(ctx.path(file));
+    if (!(await ctx.has(file))) {
+      errors.push(toFinding(missing(ctx, file)));
+      continue;
+    }
+    const r = await validateTorchFile(ctx, file, options);
+    errors.push(...r.errors);
+    warnings.push(...r.warnings);
+  }
+  if (errors.length === 0) {
+    try {
+      const c = await openShardedTorch(ctx, options);
+      await c.close();
+    } catch (e) {
+      if (!(e instanceof TensorportError)) throw e;
+      const f = toFinding(e);
+      errors.push({ ...f, path: f.path === undefined || !/[/\\]/.test(f.path) ? ctx.path(f.path ?? index) : f.path });
+    }
+  }
+  return { valid: errors.length === 0, errors, warnings, files };
+}

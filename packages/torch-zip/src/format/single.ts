@@ -1,0 +1,65 @@
+import { TensorportError, toFinding, type Context, type Finding, type ValidationReport } from '@tensorport/core';
+import { allowedGlobals } from '../torch/allowlist.ts';
+import { scanCheckpoint, type ScanReport } from '../scan.ts';
+import type { TorchCheckpoint } from '../torch/assemble.ts';
+import { openTorchCheckpoint, type OpenTorchOptions } from '../torch/open.ts';
+import { validateTorchCheckpoint } from '../validate.ts';
+
+export interface TorchOpenOptions {
+  /** Dotted path of the subtree holding the tensors (`state_dict`, `model`). */
+  select?: string;
+  /** Every name of a tied weight as its own tensor instead of once. */
+  keepAliases?: boolean;
+}
+
+export function readerOptions(ctx: Context, options: TorchOpenOptions = {}): OpenTorchOptions {
+  return {
+    ...(ctx.codec ? { zipCodec: ctx.codec } : {}),
+    ...(options.select === undefined ? {} : { select: options.select }),
+    ...(options.keepAliases ? { keepAliases: true } : {}),
+  };
+}
+
+/** Scans a file's pickles (never running them): the report `tensorport scan` prints. */
+export async function scanContext(ctx: Context, file?: string): Promise<ScanReport> {
+  const source = await ctx.source(file);
+  return scanCheckpoint(source, { path: source.name, ...(ctx.codec ? { zipCodec: ctx.codec } : {}) });
+}
+
+/** The globals of a scan that are not on the allowlist, `module.name`. */
+export function disallowedGlobals(report: ScanReport): string[] {
+  const allowed = new Set(allowedGlobals());
+  return report.globals.filter((g) => !allowed.has(g));
+}
+
+function unsafe(path: string, scan: ScanReport): TensorportError {
+  const bad = disallowedGlobals(scan);
+  if (bad.length > 0) {
+    return new TensorportError('PickleDisallowedGlobal', `${path} is unsafe: its pickle references ${bad.join(', ')} (run 'tensorport scan ${path}' for every finding)`, { path });
+  }
+  const first = scan.findings[0]!;
+  return new TensorportError(first.code as 'PickleInvalid', `${path} is unsafe: ${first.message}`, { path });
+}
+
+/**
+ * The scan-before-open policy: a file is scanned first, so a refusal names every offending global
+ * (the reader would stop at the first) and nothing is assembled from an unsafe file.
+ */
+export async function openTorchFile(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<TorchCheckpoint> {
+  const scan = await scanContext(ctx, file);
+  if (!scan.safe) throw unsafe(ctx.path(file), scan);
+  return openTorchCheckpoint(await ctx.source(file), readerOptions(ctx, options));
+}
+
+/** Full scan, then a full read (structure, every storage's size and every tensor's extent). */
+export async function validateTorchFile(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<ValidationReport> {
+  const path = ctx.path(file);
+  try {
+    const r = await validateTorchCheckpoint(await ctx.source(file), readerOptions(ctx, options));
+    const at = (f: Finding): Finding => (f.path === undefined ? { ...f, path } : f);
+    return { valid: r.valid, errors: r.errors.map(at), warnings: r.warnings.map(at), files: [path] };
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return { valid: false, errors: [{ path, ...toFinding(e) }], warnings: [], files: [path] };
+  }
+}
