@@ -1,4 +1,4 @@
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { isAbsolute, relative } from 'node:path';
 import { TensorportError } from '@tensorport/core';
 import { registerDequantize } from './commands/dequantize.ts';
@@ -7,14 +7,14 @@ import { registerIdentify } from './commands/identify.ts';
 import { registerQuantize } from './commands/quantize.ts';
 import { registerRepack } from './commands/repack.ts';
 import { convert, type ConvertResult, type TargetDtype } from './convert.ts';
-import type { OpenOptions } from './formats/registry.ts';
 import { renderInspect } from './render.ts';
 import { inspect } from './inspect.ts';
 import { ProgressBar, type ProgressStream } from './progress.ts';
 import { describeError, describeFinding } from './report.ts';
 import { registerScan } from './scan.ts';
 import { startServer, untilInterrupted } from './serve.ts';
-import { formatBytes, isBitsUnit, parseSize } from './size.ts';
+import { parseDtype, parsePort, parseSizeOption, readOptions, type ReadFlags } from './options.ts';
+import { formatBytes } from './size.ts';
 import { validate } from './validate.ts';
 import { VERSION } from './version.ts';
 
@@ -28,29 +28,6 @@ export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 
-const DTYPE_CHOICES = ['f16', 'bf16', 'f32'];
-
-function parseDtype(value: string): TargetDtype {
-  const v = value.toLowerCase();
-  if (!DTYPE_CHOICES.includes(v)) throw new InvalidArgumentError(`expected one of ${DTYPE_CHOICES.join(', ')}`);
-  return v.toUpperCase() as TargetDtype;
-}
-
-function parseSizeOption(value: string): number {
-  const n = parseSize(value);
-  if (n === null && isBitsUnit(value.trim().replace(/^[\d.\s]+/, ''))) {
-    throw new InvalidArgumentError(`a lowercase 'b' means bits in transformers; write ${value.trim().toUpperCase()} for bytes (or GiB/MiB for powers of 2)`);
-  }
-  if (n === null || n <= 0) throw new InvalidArgumentError('expected a size such as 5GB, 5GiB, 500MB or a byte count');
-  return n;
-}
-
-function parsePort(value: string): number {
-  const n = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!(n >= 0 && n <= 65535)) throw new InvalidArgumentError('expected a port number from 0 to 65535');
-  return n;
-}
-
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
@@ -59,23 +36,6 @@ function plural(n: number, word: string): string {
 function shortPath(path: string): string {
   const rel = relative(process.cwd(), path);
   return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
-}
-
-interface ReadFlags {
-  void1?: string;
-  select?: string;
-  keepAliases?: boolean;
-  name?: string;
-}
-
-/** The reader options given on the command line (npz/npy/torch inputs). */
-function readOptions(opts: ReadFlags): OpenOptions {
-  return {
-    ...(opts.void1 === undefined ? {} : { void1: opts.void1 }),
-    ...(opts.select === undefined ? {} : { select: opts.select }),
-    ...(opts.keepAliases ? { keepAliases: true } : {}),
-    ...(opts.name === undefined ? {} : { name: opts.name }),
-  };
 }
 
 /** Runs the `tensorport` command line; resolves to the exit code and never calls process.exit. */
@@ -216,6 +176,7 @@ Examples:
           fsync: opts.fsync,
           ...(opts.compress ? { compress: true } : {}),
           read: readOptions(opts),
+          ...(opts.to ? { to: opts.to } : {}),
           verify: opts.verify === true,
           onProgress: (done, total) => {
             if (!bar) return;
@@ -238,6 +199,7 @@ Examples:
     .description('Serve the in-browser inspector on this machine: files are read in the browser and never uploaded')
     .addOption(new Option('--port <port>', 'TCP port (0 picks a free one)').argParser(parsePort).default(0))
     .option('--host <host>', 'interface to listen on; anything but loopback exposes the page to the network', '127.0.0.1')
+    .option('--allow-host <name>', 'also accept requests whose Host header is <name> (repeatable; e.g. this machine\'s DNS name with --host 0.0.0.0)', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .addHelpText(
       'after',
       `
@@ -248,8 +210,8 @@ Examples:
   $ tensorport serve
   $ tensorport serve --port 8080`,
     )
-    .action(async (opts: { port: number; host: string }) => {
-      const server = await startServer(opts);
+    .action(async (opts: { port: number; host: string; allowHost: string[] }) => {
+      const server = await startServer({ port: opts.port, host: opts.host, allowHosts: opts.allowHost });
       out(`tensorport: serving the inspector at ${server.url} (Ctrl-C stops)\n`);
       await untilInterrupted();
       await server.close();

@@ -5,6 +5,8 @@ import { TensorportError } from '@tensorport/core';
 export interface ServeOptions {
   port: number;
   host: string;
+  /** Extra Host header names to accept (`--allow-host`); see serveStatic's host policy. */
+  allowHosts?: string[];
 }
 
 /**
@@ -19,7 +21,7 @@ export async function startServer(options: ServeOptions): Promise<{ url: string;
   );
   if (!built) throw new TensorportError('IoError', `the inspector page is not built (${WEB_DIST} has no index.html); run npm run build`, { path: WEB_DIST });
   try {
-    return await serveStatic(WEB_DIST, options);
+    return await serveStatic(WEB_DIST, { port: options.port, host: options.host, allowHosts: options.allowHosts ?? [] });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     throw new TensorportError('IoError', `cannot listen on ${options.host}:${options.port}: ${code ?? (e as Error).message}`, { cause: e });

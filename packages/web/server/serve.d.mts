@@ -10,6 +10,8 @@ export interface ServeOptions {
   port?: number;
   /** Interface to listen on; default 127.0.0.1 (this machine only). */
   host?: string;
+  /** Further Host header names accepted (the bound address, loopback names on loopback, and the interface addresses on 0.0.0.0/:: always are). */
+  allowHosts?: string[];
 }
 
 export interface StaticServer {
@@ -21,5 +23,5 @@ export interface StaticServer {
   close(): Promise<void>;
 }
 
-/** Serves the files under `dir` (GET/HEAD, loopback Host only on a loopback interface) until `close()`. */
+/** Serves the files under `dir` (GET/HEAD, only Host names that are this server: 421 otherwise) until `close()`. */
 export declare function serveStatic(dir: string, options?: ServeOptions): Promise<StaticServer>;

@@ -5,6 +5,7 @@
 import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { hostname, networkInterfaces } from 'node:os';
 import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -41,12 +42,12 @@ const TYPES = {
   '.wasm': 'application/wasm',
 };
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
-
 /**
  * @typedef {object} ServeOptions
  * @property {number} [port] TCP port; 0 (default) picks a free one.
  * @property {string} [host] Interface to listen on; default 127.0.0.1 (this machine only).
+ * @property {string[]} [allowHosts] Further names the page may be reached by (Host header), e.g. a
+ *   DNS name of this machine when listening on 0.0.0.0.
  */
 
 /**
@@ -69,8 +70,9 @@ export async function serveStatic(dir, options = {}) {
   const root = await realpath(resolve(dir));
   if (!(await stat(root)).isDirectory()) throw new Error(`${dir} is not a directory`);
   let port = options.port ?? 0;
+  const allowed = hostPolicy(host, options.allowHosts ?? []);
   const server = createServer((req, res) => {
-    handle(root, host, port, req, res).catch(() => {
+    handle(root, allowed, port, req, res).catch(() => {
       if (!res.headersSent) send(res, 500, 'internal error');
       else res.destroy();
     });
@@ -100,15 +102,17 @@ export async function serveStatic(dir, options = {}) {
 
 /**
  * @param {string} root
- * @param {string} host
+ * @param {(name: string) => boolean} allowed
  * @param {number} port
  * @param {import('node:http').IncomingMessage} req
  * @param {import('node:http').ServerResponse} res
  */
-async function handle(root, host, port, req, res) {
+async function handle(root, allowed, port, req, res) {
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed', { Allow: 'GET, HEAD' });
-  // On loopback, a foreign Host header means a DNS-rebinding page is asking: refuse it.
-  if (LOOPBACK.has(host) && !isLoopbackHost(req.headers.host, port)) return send(res, 421, 'misdirected request');
+  // A Host header naming something else than this server means a DNS-rebinding page is asking
+  // (its own domain resolved to us): refuse it, whatever address we listen on.
+  const name = hostOf(req.headers.host, port);
+  if (name === null || !allowed(name)) return send(res, 421, 'misdirected request');
   const file = await resolveFile(root, req.url ?? '/');
   if (file === null) return send(res, 404, 'not found');
   const info = await stat(file);
@@ -130,13 +134,48 @@ const HEADERS = {
 };
 
 /**
+ * The normalised host name of a Host header (WHATWG URL rules: lower case, IPv4 shorthand such as
+ * `127.1` expanded, IPv6 in brackets), or null when it is malformed or names another port.
  * @param {string | undefined} value
  * @param {number} port
+ * @returns {string | null}
  */
-function isLoopbackHost(value, port) {
-  if (value === undefined) return false;
-  const m = /^(\[::1\]|127\.0\.0\.1|localhost)(?::(\d+))?$/i.exec(value);
-  return m !== null && (m[2] === undefined ? port === 80 : Number(m[2]) === port);
+function hostOf(value, port) {
+  if (value === undefined || value === '' || /[/?#@\\\s]/.test(value)) return null;
+  let url;
+  try {
+    url = new URL(`http://${value}/`);
+  } catch {
+    return null;
+  }
+  return (url.port === '' ? 80 : Number(url.port)) === port ? url.hostname : null;
+}
+
+/**
+ * Which Host names are this server: the address it is bound to, `allowHosts`, and
+ * - bound to loopback (127.0.0.0/8, ::1, localhost): `localhost` and every loopback address;
+ * - bound to every interface (0.0.0.0, ::): also this machine's interface addresses (read per
+ *   request, so a new address works) and its host name.
+ * A DNS name an attacker controls is never among them, so DNS rebinding fails on every bind address.
+ * @param {string} host
+ * @param {readonly string[]} allowHosts
+ * @returns {(name: string) => boolean}
+ */
+function hostPolicy(host, allowHosts) {
+  const norm = (/** @type {string} */ h) => hostOf(h.includes(':') && !h.startsWith('[') ? `[${h}]` : h, 80);
+  const fixed = new Set([host, ...allowHosts].map(norm).filter((h) => h !== null));
+  const self = norm(host) ?? '';
+  const any = self === '0.0.0.0' || self === '[::]';
+  const loopback = (/** @type {string} */ n) => n === 'localhost' || n.endsWith('.localhost') || n === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(n);
+  return (name) => {
+    if (fixed.has(name)) return true;
+    if (any || loopback(self)) {
+      if (loopback(name)) return true;
+    }
+    if (!any) return false;
+    if (name === norm(hostname())) return true;
+    return Object.values(networkInterfaces()).some((list) => (list ?? []).some((a) => norm(a.address.replace(/%.*$/, '')) === name));
+  };
 }
 
 /**
