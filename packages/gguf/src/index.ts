@@ -7,3 +7,5 @@ export {
 export { GGUF_MAGIC, GGUF_VERSION, GGUF_DEFAULT_ALIGNMENT, ALIGNMENT_KEY } from './constants.ts';
 export { dequantizeBlocks, canDequantize, DEQUANTIZABLE_TYPES } from './dequant/index.ts';
 export { writeGguf, planGguf, type GgufWriteTensor, type GgufWriteOptions, type GgufMetadataInput, type GgufPlan } from './write.ts';
+export { quantizeBlocks, canQuantize, QUANTIZABLE_TYPES } from './quant/quantize.ts';
+export { dequantizedDescriptor, quantizeDescriptor, type BlockTensor } from './transform.ts';

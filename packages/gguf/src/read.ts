@@ -1,9 +1,10 @@
-import { TensorportError, type ByteSource, type Checkpoint, type Finding, type TensorDescriptor, readChunks } from '@tensorport/core';
+import { TensorportError, type ByteSource, type CastTarget, type Checkpoint, type Finding, type TensorDescriptor, readChunks } from '@tensorport/core';
 import {
   ALIGNMENT_KEY, GGUF_DEFAULT_ALIGNMENT, LITTLE_ENDIAN_HOST, MAX_ARRAY_DEPTH, MAX_ARRAY_ELEMENTS, MAX_DIMS, MAX_HEADER_OBJECTS,
   MAX_STRING_LENGTH, MAX_TENSOR_NAME_BYTES, alignUp,
 } from './constants.ts';
 import { HeaderCursor } from './cursor.ts';
+import { dequantizedDescriptor } from './transform.ts';
 import { ggmlTypeById, type GgmlType } from './ggml-types.ts';
 import { TYPED_ARRAYS, VALUE_SIZE, VALUE_TYPE_NAMES, valueToString, type GgufArray, type GgufValue, type GgufValueTypeName } from './values.ts';
 
@@ -62,6 +63,8 @@ export interface GgufFile extends Checkpoint {
   readonly tensors: readonly GgufTensor[];
   readonly warnings: readonly Finding[];
   readonly source: ByteSource;
+  /** A tensor dequantized (or cast) to F32, F16 or BF16 while streaming; see dequantizedDescriptor. */
+  dequantized(t: GgufTensor, to?: CastTarget): TensorDescriptor;
 }
 
 const MAGIC = 0x46554747;
@@ -170,6 +173,7 @@ export async function openGguf(source: ByteSource, options: GgufReadOptions = {}
   return {
     format: 'gguf', version, alignment, dataOffset, kv, metadata, tensors, warnings, source,
     close: () => source.close(),
+    dequantized: (t, to = 'F32') => dequantizedDescriptor(t, to),
   };
 }
 
