@@ -7,6 +7,8 @@ export { TORCH_DTYPES, type TorchDtype } from './torch/dtypes.ts';
 export { scanPickle, scanCheckpoint, type ScanReport, type ScanOptions, type CheckpointScanOptions } from './scan.ts';
 export { openTorchCheckpoint, type OpenTorchOptions } from './torch/open.ts';
 export type { TorchCheckpoint, AssembleOptions } from './torch/assemble.ts';
+export { joinTorchShards, type JoinedTorchShards } from './torch/shards.ts';
+export { keptTiedName, tiedWeightsConfig, type TiedWeightsConfig } from './torch/tied.ts';
 export { LEGACY_MAGIC } from './torch/legacy-format.ts';
 export { writeTorchCheckpoint, type WriteTorchOptions, type WriteTorchReport } from './torch/writer.ts';
 export { validateTorchCheckpoint, sniffTorchCheckpoint, type TorchValidationReport } from './validate.ts';

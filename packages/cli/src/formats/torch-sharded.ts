@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DEFAULT_INDEX_LIMITS, TensorportError, checkShardAgreement, parseShardIndex, toFinding, type Checkpoint, type Finding, type ShardIndex } from '@tensorport/core';
-import type { TorchCheckpoint } from '@tensorport/torch-zip';
+import { joinTorchShards, type TorchCheckpoint } from '@tensorport/torch-zip';
 import type { OpenOptions, ValidationReport } from './registry.ts';
 import { openTorchFile, validateTorchFile } from './torch.ts';
 
@@ -59,11 +59,12 @@ export async function openShardedTorch(path: string, options?: OpenOptions): Pro
     }
     const warnings = [...index.warnings];
     checkShardAgreement(index, shards.map((s) => ({ file: s.file, tensors: s.checkpoint.tensors, aliases: Object.keys(s.checkpoint.aliases) })), warnings, TORCH_INDEX_FILE);
-    for (const s of shards) warnings.push(...s.checkpoint.warnings.map((f) => ({ path: join(dir, s.file), ...f })));
+    const joined = joinTorchShards(shards.map((s) => ({ path: join(dir, s.file), checkpoint: s.checkpoint })));
+    warnings.push(...joined.warnings);
     const checkpoint: ShardedTorchCheckpoint = {
       format: 'torch-sharded',
-      metadata: null,
-      tensors: shards.flatMap((s) => s.checkpoint.tensors),
+      metadata: joined.metadata,
+      tensors: joined.tensors,
       warnings,
       close: () => closeAll(shards),
     };

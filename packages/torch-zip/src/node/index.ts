@@ -4,12 +4,19 @@ import { TensorportError, type TensorDescriptor } from '@tensorport/core';
 import type { TorchCheckpoint } from '../torch/assemble.ts';
 import { openTorchCheckpoint, type OpenTorchOptions } from '../torch/open.ts';
 import { writeTorchCheckpoint, type WriteTorchOptions, type WriteTorchReport } from '../torch/writer.ts';
+import { tiedWeightsBeside } from './model-config.ts';
 
-/** Opens a `.pt`/`.pth`/`.bin` file; `close()` on the checkpoint closes the file. */
+export { tiedWeightsBeside } from './model-config.ts';
+
+/**
+ * Opens a `.pt`/`.pth`/`.bin` file; `close()` on the checkpoint closes the file. Unless
+ * `tiedWeights` is given, a config.json beside the file settles how tied weights are written.
+ */
 export async function openTorchCheckpointFile(path: string, opts: OpenTorchOptions = {}): Promise<TorchCheckpoint> {
+  const tiedWeights = opts.tiedWeights ?? (await tiedWeightsBeside(path));
   const source = await FileSource.open(path);
   try {
-    return await openTorchCheckpoint(source, opts);
+    return await openTorchCheckpoint(source, tiedWeights ? { ...opts, tiedWeights } : opts);
   } catch (e) {
     await source.close();
     throw e;

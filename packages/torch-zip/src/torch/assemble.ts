@@ -2,6 +2,7 @@ import { TensorportError, type Checkpoint, type Finding, type TensorDescriptor }
 import type { PyValue, StorageRef, TensorRecord } from '../pickle/values.ts';
 import { dtypeInfo } from './dtypes.ts';
 import { planTensor, tensorChunks, type StorageBytes, type TensorLayout } from './layout.ts';
+import { keptTiedName, mayWriteOnce, type TiedWeightsConfig } from './tied.ts';
 import { findTensors, selectSubtree } from './walk.ts';
 
 export interface AssembleOptions {
@@ -9,10 +10,12 @@ export interface AssembleOptions {
   select?: string;
   /**
    * Tied weights (several names, one identical view of one storage) are written once by default,
-   * under the first name in sorted order, with `metadata[other] = kept` (as HF's convert.py does).
-   * true writes every name as its own copy.
+   * under the name transformers keeps (the input embedding; else the first in sorted order), with
+   * `metadata[other] = kept` (as HF's convert.py does). true writes every name as its own copy.
    */
   keepAliases?: boolean;
+  /** The model directory's config.json tying fields: `tie_word_embeddings: false` keeps both names of an embedding tie. */
+  tiedWeights?: TiedWeightsConfig;
   /** Skip (with a warning) tensors safetensors cannot hold, instead of refusing the checkpoint. */
   skipUnsupported?: boolean;
   maxViewBytes?: number;
@@ -70,7 +73,11 @@ export function assemble(
   if (!opts.keepAliases) {
     for (const names of groups.values()) {
       if (names.length < 2) continue;
-      const kept = [...names].sort()[0]!;
+      if (!mayWriteOnce(names, opts.tiedWeights)) {
+        warnings.push({ code: 'TorchTiedCopied', message: `${names.join(', ')} share one storage, but ${opts.tiedWeights?.path ?? 'config.json'} says tie_word_embeddings=false (transformers would not re-tie them): each name written as its own copy`, tensor: names[0]! });
+        continue;
+      }
+      const kept = keptTiedName(names);
       for (const n of names) if (n !== kept) aliases[n] = kept;
     }
   }
