@@ -2,11 +2,11 @@ import { copyFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkShardAgreement, parseShardIndex, writeSafetensors, type Finding } from '@tensorport/core';
+import { checkShardAgreement, FolderContext, MemoryFolder, parseShardIndex, writeSafetensors, type Finding } from '@tensorport/core';
 import { FileSink } from '@tensorport/core/node';
 import { describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { joinTorchShards, keptTiedName, type TorchCheckpoint } from '../src/index.ts';
+import { joinTorchShards, keptTiedName, torchFormat, type TorchCheckpoint } from '../src/index.ts';
 import { openTorchCheckpointFile } from '../src/node/index.ts';
 import { digest } from './helpers/digest.ts';
 
@@ -42,6 +42,23 @@ describe('tied weights in huggingface_hub checkpoints', () => {
       expect(warnings).toEqual([]);
     } finally {
       await Promise.all(shards.map((s) => s.checkpoint.close()));
+    }
+  });
+
+  it('torchFormat over a folder (library and web path): 21 names, the alias in metadata; config.json read through the Context', async () => {
+    for (const src of ['tied-sharded', 'tied-single']) {
+      const dir = join(FIXTURES, src);
+      const folder = new MemoryFolder(readdirSync(dir).map((f) => [f, new Uint8Array(readFileSync(join(dir, f)))] as const), src);
+      const ctx = new FolderContext(folder, null);
+      const c = await torchFormat.open(ctx);
+      try {
+        expect(c.tensors.length + 1).toBe(expected[src]!.count);
+        expect(c.tensors.map((t) => t.name)).toContain('model.embed_tokens.weight');
+        expect(c.metadata?.get('lm_head.weight')).toBe('model.embed_tokens.weight');
+      } finally {
+        await c.close();
+        await ctx.close();
+      }
     }
   });
 

@@ -1,5 +1,6 @@
 import { DEFAULT_INDEX_LIMITS, TensorportError, checkShardAgreement, parseShardIndex, toFinding, type Checkpoint, type Context, type Finding, type ShardIndex, type ValidationReport } from '@tensorport/core';
 import type { TorchCheckpoint } from '../torch/assemble.ts';
+import { joinTorchShards } from '../torch/shards.ts';
 import { openTorchFile, validateTorchFile, type TorchOpenOptions } from './single.ts';
 
 /** transformers' names for a sharded / single PyTorch checkpoint in a model directory. */
@@ -47,11 +48,13 @@ export async function openShardedTorch(ctx: Context, options?: TorchOpenOptions)
     }
     const warnings = [...parsed.warnings];
     checkShardAgreement(parsed, shards.map((s) => ({ file: s.file, tensors: s.checkpoint.tensors, aliases: Object.keys(s.checkpoint.aliases) })), warnings, TORCH_INDEX_FILE);
-    for (const s of shards) warnings.push(...s.checkpoint.warnings.map((f) => ({ path: ctx.path(s.file), ...f })));
+    // joined metadata carries each shard's tied aliases (issue 11 item 1: they were dropped here)
+    const joined = joinTorchShards(shards.map((s) => ({ path: ctx.path(s.file), checkpoint: s.checkpoint })));
+    warnings.push(...joined.warnings);
     const checkpoint: ShardedTorchCheckpoint = {
       format: 'torch-sharded',
-      metadata: null,
-      tensors: shards.flatMap((s) => s.checkpoint.tensors),
+      metadata: joined.metadata,
+      tensors: joined.tensors,
       warnings,
       close: () => closeAll(shards),
     };

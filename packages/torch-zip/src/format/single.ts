@@ -3,7 +3,10 @@ import { allowedGlobals } from '../torch/allowlist.ts';
 import { scanCheckpoint, type ScanReport } from '../scan.ts';
 import type { TorchCheckpoint } from '../torch/assemble.ts';
 import { openTorchCheckpoint, type OpenTorchOptions } from '../torch/open.ts';
+import { MAX_MODEL_CONFIG_BYTES, tiedWeightsFromJson, type TiedWeightsConfig } from '../torch/tied.ts';
 import { validateTorchCheckpoint } from '../validate.ts';
+
+const MODEL_CONFIG_FILE = 'config.json';
 
 export interface TorchOpenOptions {
   /** Dotted path of the subtree holding the tensors (`state_dict`, `model`). */
@@ -48,7 +51,15 @@ function unsafe(path: string, scan: ScanReport): TensorportError {
 export async function openTorchFile(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<TorchCheckpoint> {
   const scan = await scanContext(ctx, file);
   if (!scan.safe) throw unsafe(ctx.path(file), scan);
-  return openTorchCheckpoint(await ctx.source(file), readerOptions(ctx, options));
+  const tiedWeights = await tiedWeightsIn(ctx);
+  return openTorchCheckpoint(await ctx.source(file), { ...readerOptions(ctx, options), ...(tiedWeights ? { tiedWeights } : {}) });
+}
+
+/** The model's config.json beside the checkpoint settles how tied weights are written (transformers' rule, torch/tied.ts). */
+async function tiedWeightsIn(ctx: Context): Promise<TiedWeightsConfig | undefined> {
+  if (!(await ctx.has(MODEL_CONFIG_FILE))) return undefined;
+  const bytes = await ctx.bytes(MODEL_CONFIG_FILE, MAX_MODEL_CONFIG_BYTES).catch(() => null);
+  return bytes ? tiedWeightsFromJson(bytes, ctx.path(MODEL_CONFIG_FILE)) : undefined;
 }
 
 /** Full scan, then a full read (structure, every storage's size and every tensor's extent). */

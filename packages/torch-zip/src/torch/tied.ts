@@ -40,6 +40,19 @@ export function mayWriteOnce(names: readonly string[], config: TiedWeightsConfig
   return !(config?.tieWordEmbeddings === false && names.some(isInputEmbedding));
 }
 
+/** A model's config.json is a few KB; a bigger one is not read. */
+export const MAX_MODEL_CONFIG_BYTES = 4 * 1024 * 1024;
+
+/** The tying fields of config.json's bytes; undefined when they are not a JSON object (then it says nothing about ties). */
+export function tiedWeightsFromJson(bytes: Uint8Array, path?: string): TiedWeightsConfig | undefined {
+  try {
+    const parsed = JSON.parse(new TextDecoder().decode(bytes)) as unknown;
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? tiedWeightsConfig(parsed, path) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Reads the tying fields from a parsed config.json (anything else in it is ignored). */
 export function tiedWeightsConfig(parsed: unknown, path?: string): TiedWeightsConfig {
   const field = (o: unknown): boolean | null => {
