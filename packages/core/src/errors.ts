@@ -2,111 +2,116 @@
  * One error type for everything tensorport refuses. `code` is stable and names exactly what went
  * wrong (in the spirit of the reference crate's `SafeTensorError` variants); `offset` is a byte
  * offset in the input when one applies, `tensor` the tensor name when one applies.
+ * This list is every code, at runtime (for callers that switch on codes or document them);
+ * ErrorCode is derived from it.
  */
-export type ErrorCode =
+export const ERROR_CODES = Object.freeze([
   // safetensors header, in the order the reference checks them
-  | 'HeaderTooSmall'
-  | 'HeaderTooLarge'
-  | 'InvalidHeaderLength'
-  | 'InvalidHeaderUtf8'
-  | 'InvalidHeaderJson'
-  | 'InvalidHeaderStructure'
-  | 'UnknownDtype'
-  | 'InvalidOffset'
-  | 'ValidationOverflow'
-  | 'MisalignedSlice'
-  | 'TensorInvalidInfo'
-  | 'MetadataIncompleteBuffer'
+  'HeaderTooSmall',
+  'HeaderTooLarge',
+  'InvalidHeaderLength',
+  'InvalidHeaderUtf8',
+  'InvalidHeaderJson',
+  'InvalidHeaderStructure',
+  'UnknownDtype',
+  'InvalidOffset',
+  'ValidationOverflow',
+  'MisalignedSlice',
+  'TensorInvalidInfo',
+  'MetadataIncompleteBuffer',
   // deliberately stricter than the reference
-  | 'DuplicateTensorName'
+  'DuplicateTensorName',
   // lookups and API misuse
-  | 'TensorNotFound'
-  | 'RangeOutOfBounds'
-  | 'DimensionTooLarge'
+  'TensorNotFound',
+  'RangeOutOfBounds',
+  'DimensionTooLarge',
   // writing
-  | 'ReservedTensorName'
-  | 'TensorByteLengthMismatch'
-  | 'InvalidMetadata'
-  | 'OutputExists'
-  | 'SameInputOutput'
+  'ReservedTensorName',
+  'TensorByteLengthMismatch',
+  'InvalidMetadata',
+  'OutputExists',
+  'SameInputOutput',
   // sharded checkpoints
-  | 'InvalidIndex'
-  | 'ShardMissing'
-  | 'ShardMismatch'
+  'InvalidIndex',
+  'ShardMissing',
+  'ShardMismatch',
   // conversions
-  | 'UnsupportedCast'
-  | 'UnknownFormat'
-  | 'UnsupportedFormat'
-  | 'InvalidOption'
-  | 'VerifyMismatch'
+  'UnsupportedCast',
+  'UnknownFormat',
+  'UnsupportedFormat',
+  'InvalidOption',
+  'VerifyMismatch',
   // pickles and PyTorch checkpoints
-  | 'PickleInvalid'
-  | 'PickleUnsupportedOpcode'
-  | 'PickleDisallowedGlobal'
-  | 'PickleLimitExceeded'
-  | 'TorchInvalidCheckpoint'
-  | 'TorchStorageMismatch'
-  | 'TorchUnsupportedArchive'
-  | 'TorchUnsupportedTensor'
-  | 'TorchUnsupportedDtype'
+  'PickleInvalid',
+  'PickleUnsupportedOpcode',
+  'PickleDisallowedGlobal',
+  'PickleLimitExceeded',
+  'TorchInvalidCheckpoint',
+  'TorchStorageMismatch',
+  'TorchUnsupportedArchive',
+  'TorchUnsupportedTensor',
+  'TorchUnsupportedDtype',
   // ZIP containers (.npz, PyTorch .pt)
-  | 'ZipEndRecordNotFound'
-  | 'ZipAmbiguousEndRecord'
-  | 'ZipTruncated'
-  | 'ZipInvalidCentralDirectory'
-  | 'ZipInvalidZip64'
-  | 'ZipMultiDisk'
-  | 'ZipLimitExceeded'
-  | 'ZipInvalidName'
-  | 'ZipDuplicateName'
-  | 'ZipEncrypted'
-  | 'ZipUnsupportedMethod'
-  | 'ZipLocalHeaderMismatch'
-  | 'ZipDataDescriptorMismatch'
-  | 'ZipMemberOutOfBounds'
-  | 'ZipOverlap'
-  | 'ZipSizeMismatch'
-  | 'ZipBomb'
-  | 'ZipCrcMismatch'
-  | 'ZipInflateFailed'
+  'ZipEndRecordNotFound',
+  'ZipAmbiguousEndRecord',
+  'ZipTruncated',
+  'ZipInvalidCentralDirectory',
+  'ZipInvalidZip64',
+  'ZipMultiDisk',
+  'ZipLimitExceeded',
+  'ZipInvalidName',
+  'ZipDuplicateName',
+  'ZipEncrypted',
+  'ZipUnsupportedMethod',
+  'ZipLocalHeaderMismatch',
+  'ZipDataDescriptorMismatch',
+  'ZipMemberOutOfBounds',
+  'ZipOverlap',
+  'ZipSizeMismatch',
+  'ZipBomb',
+  'ZipCrcMismatch',
+  'ZipInflateFailed',
   // .npy headers
-  | 'NpyInvalidMagic'
-  | 'NpyUnsupportedVersion'
-  | 'NpyHeaderTooLarge'
-  | 'NpyInvalidHeader'
-  | 'NpyUnsupportedDtype'
-  | 'NpyTruncated'
-  | 'NpyFortranTooLarge'
+  'NpyInvalidMagic',
+  'NpyUnsupportedVersion',
+  'NpyHeaderTooLarge',
+  'NpyInvalidHeader',
+  'NpyUnsupportedDtype',
+  'NpyTruncated',
+  'NpyFortranTooLarge',
   // MLX quantized layers
-  | 'MlxAmbiguousQuantization'
-  | 'MlxInvalidQuantization'
-  | 'MlxUnsupportedQuantization'
-  | 'MlxInvalidConfig'
-  | 'MlxNonFiniteWeight'
+  'MlxAmbiguousQuantization',
+  'MlxInvalidQuantization',
+  'MlxUnsupportedQuantization',
+  'MlxInvalidConfig',
+  'MlxNonFiniteWeight',
   // GGUF (packages/gguf)
-  | 'GgufInvalidMagic'
-  | 'GgufUnsupportedVersion'
-  | 'GgufBigEndian'
-  | 'GgufTruncated'
-  | 'GgufLimitExceeded'
-  | 'GgufInvalidUtf8'
-  | 'GgufInvalidValueType'
-  | 'GgufInvalidKey'
-  | 'GgufDuplicateKey'
-  | 'GgufInvalidAlignment'
-  | 'GgufInvalidTensorInfo'
-  | 'GgufUnknownType'
-  | 'GgufBlockMismatch'
-  | 'GgufTensorOutOfBounds'
-  | 'GgufTensorOverlap'
-  | 'GgufMisalignedOffset'
-  | 'GgufUnsupportedType'
-  | 'GgufInvalidValue'
-  | 'GgufInvalidModel'
+  'GgufInvalidMagic',
+  'GgufUnsupportedVersion',
+  'GgufBigEndian',
+  'GgufTruncated',
+  'GgufLimitExceeded',
+  'GgufInvalidUtf8',
+  'GgufInvalidValueType',
+  'GgufInvalidKey',
+  'GgufDuplicateKey',
+  'GgufInvalidAlignment',
+  'GgufInvalidTensorInfo',
+  'GgufUnknownType',
+  'GgufBlockMismatch',
+  'GgufTensorOutOfBounds',
+  'GgufTensorOverlap',
+  'GgufMisalignedOffset',
+  'GgufUnsupportedType',
+  'GgufInvalidValue',
+  'GgufInvalidModel',
   // byte sources
-  | 'ReadOutOfBounds'
-  | 'ShortRead'
-  | 'IoError';
+  'ReadOutOfBounds',
+  'ShortRead',
+  'IoError',
+] as const);
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 export interface TensorportErrorDetails {
   offset?: number | bigint;
