@@ -1,10 +1,11 @@
 /**
  * The `quantization` section of an MLX model's config.json (mirrored by mlx-lm into
  * `quantization_config`): default `group_size`, `bits`, `mode` (absent before Aug 2025, meaning
- * affine), plus entries keyed by module path: a dict overrides the defaults for that module,
+ * affine), plus entries keyed by module path: a dict gives that module's `to_quantized` arguments
+ * (a key it leaves out takes that function's default, not the section's),
  * `false` marks it unquantized, `true` means the defaults (older mlx-lm wrote one entry per leaf).
  */
-import { compareUtf8, TensorportError } from '@tensorport/core';
+import { compareUtf8, editJsonObject, TensorportError } from '@tensorport/core';
 import { pythonJson } from './pyjson.ts';
 import { FP_MODES, type FpMode } from './fp.ts';
 
@@ -26,6 +27,11 @@ export interface QuantizationConfig {
 
 /** Keys some producers add to the section that carry no per-module meaning. */
 const IGNORED_KEYS = new Set(['quant_method', 'linear_class', 'quantization_mode']);
+
+/** `to_quantized`'s defaults per mode (python/mlx/nn/layers/quantized.py `_defaults_for_mode`). */
+export function modeDefaults(mode: QuantMode): { bits: number; groupSize: number } {
+  return mode === 'affine' ? { bits: 4, groupSize: 64 } : FP_MODES[mode];
+}
 
 export function isQuantMode(m: unknown): m is QuantMode {
   return m === 'affine' || (typeof m === 'string' && Object.hasOwn(FP_MODES, m));
@@ -83,7 +89,13 @@ export function parseQuantizationConfig(config: unknown): QuantizationConfig | n
     if (name === 'bits' || name === 'group_size' || name === 'mode' || IGNORED_KEYS.has(name)) continue;
     if (v === false) modules.set(name, false);
     else if (v === true) modules.set(name, {});
-    else if (isObject(v)) modules.set(name, parseParams(`${key}["${name}"]`, v));
+    else if (isObject(v)) {
+      // mlx-lm's loader passes the dict to `to_quantized(**dict)`: a missing key takes that
+      // function's default (mode affine, then the mode's bits / group size), not the section's.
+      const p = parseParams(`${key}["${name}"]`, v);
+      const mode = p.mode ?? 'affine';
+      modules.set(name, { mode, ...modeDefaults(mode), ...p });
+    }
     else throw bad(`config.json ${key}["${name}"] must be an object or a boolean, not ${JSON.stringify(v)}`);
   }
   return { key, defaults, modules };
@@ -107,11 +119,43 @@ export function parseQuantizationMetadata(metadata: ReadonlyMap<string, string> 
   return out;
 }
 
+// --- config.json text kept as the input had it (issue 11 item 3) ---
+// A JS round trip turns Python's `0.0`/`30.0` into `0`/`30`, which transformers' strict config
+// classes refuse. So a config read from a file remembers its text, copies made by withQuantization
+// inherit it, and formatConfigJson edits that text (core's editJsonObject): only the top-level
+// members whose value changed are replaced, inserted or removed; every other byte stays.
+const CONFIG_TEXT = new WeakMap<object, string>();
+
+/** Records the text `config` was parsed from, so formatConfigJson writes that text back edited. */
+export function rememberConfigText(config: Record<string, unknown>, text: string): void {
+  CONFIG_TEXT.set(config, text);
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+function editedConfigText(text: string, config: Record<string, unknown>): string {
+  const before = JSON.parse(text) as Record<string, unknown>;
+  const changes = new Map<string, unknown>();
+  for (const k of Object.keys(before)) if (!Object.hasOwn(config, k)) changes.set(k, undefined);
+  for (const [k, v] of Object.entries(config)) if (v !== undefined && !sameJson(before[k], v)) changes.set(k, v);
+  return editJsonObject(text, changes);
+}
+// --- end of config.json text editing ---
+
 /**
- * config.json as mlx-lm's save_config writes it: `_name_or_path` dropped, top-level keys sorted
- * (by code point), `json.dump(indent=4)`.
+ * config.json as it is written: the input's own text with only the changed members edited when
+ * the config came from a file (see rememberConfigText); otherwise as mlx-lm's save_config writes
+ * it: `_name_or_path` dropped, top-level keys sorted (by code point), `json.dump(indent=4)`.
  */
 export function formatConfigJson(config: Record<string, unknown>): string {
+  const text = CONFIG_TEXT.get(config);
+  if (text !== undefined) return editedConfigText(text, config);
   const sorted: Record<string, unknown> = {};
   for (const k of Object.keys(config).sort(compareUtf8)) if (k !== '_name_or_path') sorted[k] = config[k];
   return pythonJson(sorted);
@@ -132,5 +176,7 @@ export function withQuantization(config: Record<string, unknown> | undefined, se
     out.quantization = section;
     out.quantization_config = structuredClone(section);
   }
+  const text = config === undefined ? undefined : CONFIG_TEXT.get(config);
+  if (text !== undefined) CONFIG_TEXT.set(out, text);
   return out;
 }

@@ -14,6 +14,7 @@ export {
   type DequantizeOptions,
 } from './affine.ts';
 export { checkFpMode, dequantizeFp, fpDequantizedDtype, FP_MODES, NVFP4_GLOBAL_DIVISOR, type FpDequantizeOptions, type FpMode } from './fp.ts';
+export { quantizeFp, type FpQuantized, type FpQuantizeOptions } from './fp-quantize.ts';
 export { e4m3ToNumber, e8m0ToNumber, FP4_VALUES, numberToE2m1, numberToE4m3, numberToE8m0 } from './fp-codes.ts';
 export { bytesOfWords, decodeFloats, encodeFloats, roundTo, wordsOf, type FloatDType } from './bytes.ts';
 

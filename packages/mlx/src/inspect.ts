@@ -2,7 +2,7 @@
 import { TensorportError, toFinding, type Checkpoint, type Context, type Finding } from '@tensorport/core';
 import { findQuantizedLayers, type QuantizedLayer } from './layers.ts';
 import { MLX_CONFIG_FILE } from './model.ts';
-import type { QuantMode } from './config.ts';
+import { rememberConfigText, type QuantMode } from './config.ts';
 
 /** config.json files are a few KiB; anything past this is refused unread. */
 export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
@@ -24,12 +24,16 @@ export async function readConfig(ctx: Context): Promise<Record<string, unknown> 
   const file = ctx.path(MLX_CONFIG_FILE);
   const bytes = await ctx.bytes(MLX_CONFIG_FILE, MAX_CONFIG_BYTES, 'MlxInvalidConfig');
   let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    value = JSON.parse(text);
   } catch (e) {
     throw new TensorportError('MlxInvalidConfig', `${file} is not valid JSON: ${(e as Error).message}`, { path: file, cause: e });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TensorportError('MlxInvalidConfig', `${file} does not hold a JSON object`, { path: file });
+  // written back as this text, edited (config.ts: Python's 0.0 must not become 0)
+  rememberConfigText(value as Record<string, unknown>, text);
   return value as Record<string, unknown>;
 }
 

@@ -1,34 +1,56 @@
 /**
- * Checkpoint-level affine quantization, choosing layers as mlx-lm does: Linear and Embedding
- * weights (and SwitchLinear expert stacks) whose last dimension divides by the group size;
- * everything else stays float. Without the model's code, a flat checkpoint only tells a Linear /
- * Embedding by its tensor: a float `*.weight` with 2 dimensions, or 3 dimensions under an MoE
- * `switch_mlp` / `experts` path (3-D conv kernels elsewhere are left alone).
+ * Checkpoint-level quantization, choosing layers as mlx-lm's `quantize_model` does: Linear and
+ * Embedding weights (and SwitchLinear expert stacks) whose last dimension divides by the run's
+ * group size; everything else stays float. Without the model's code, a flat checkpoint only tells a
+ * Linear / Embedding by its tensor: a float `*.weight` with 2 dimensions, or 3 dimensions under an
+ * MoE `switch_mlp` / `experts` path (3-D conv kernels elsewhere are left alone).
+ *
+ * Only those reach a predicate, which may keep a layer float (`false`), give it the run's settings (`true`), or give it a
+ * dict of `to_quantized` arguments: as in MLX, a key the dict leaves out takes `to_quantized`'s own
+ * default (mode affine, then that mode's bits / group size), not the run's. Every dict is written
+ * verbatim into config.json as the module's entry, as mlx-lm does.
  */
 import { byteLength, TensorportError, type DType, type TensorDescriptor } from '@tensorport/core';
 import { affineScalesBiases, checkAffineParams, quantizeAffine, type AffineVariant } from './affine.ts';
 import { bytesOfWords, decodeFloats, encodeFloats, floatBytes, type FloatDType } from './bytes.ts';
-import { quantizationSection, withQuantization, type QuantParams } from './config.ts';
+import { modeDefaults, quantizationSection, withQuantization, type QuantMode, type QuantParams } from './config.ts';
 import { isRecord, outputMetadata, type ConversionResult } from './dequantize.ts';
+import { FP_MODES, type FpMode } from './fp.ts';
+import { quantizeFp } from './fp-quantize.ts';
 import type { QuantizedLayer, TensorInfo } from './layers.ts';
 import { computedDescriptor, lockstep, rowsPerBlock } from './rows.ts';
 
 export interface LayerChoice {
   bits: number;
   groupSize: number;
+  mode?: QuantMode;
 }
 
-/** Return false to keep a tensor float, true for the defaults, or bits / group size of its own. */
-export type QuantPredicate = (tensor: TensorInfo, defaults: LayerChoice) => boolean | Partial<LayerChoice>;
+/**
+ * `to_quantized` keyword arguments as a predicate returns them (mlx-lm's dicts). `groupSize: null`
+ * is what mlx-lm's mixed recipes write when no group size was given; it means the mode's default.
+ */
+export interface QuantSpec {
+  groupSize?: number | null;
+  bits?: number;
+  mode?: QuantMode;
+}
+
+/** Return false to keep a tensor float, true for the run's settings, or a spec of its own. */
+export type QuantPredicate = (tensor: TensorInfo & { path: string }, defaults: QuantParams) => boolean | QuantSpec;
 
 export interface QuantizeCheckpointOptions {
-  /** Default 4. */
+  /** Default: the mode's (affine 4, mxfp4 4, mxfp8 8, nvfp4 4). */
   bits?: number;
-  /** Default 64. */
+  /** Default: the mode's (affine 64, mxfp4 32, mxfp8 32, nvfp4 16). */
   groupSize?: number;
+  /** Default affine. */
+  mode?: QuantMode;
   /** Which MLX kernel to reproduce; default `gpu` (what `mlx_lm.convert` runs on a Mac). */
   variant?: AffineVariant;
-  /** Replaces the default choice of layers. */
+  /** nvfp4: an f32 global scale (mlx-lm never uses one, and nothing records it). */
+  globalScale?: number;
+  /** Replaces the default choice of layers (see the file comment). */
   predicate?: QuantPredicate;
   /** The model's config.json; the result's `config` gets the quantization sections. */
   config?: unknown;
@@ -46,9 +68,40 @@ export function isQuantizable(t: TensorInfo, groupSize: number): boolean {
   return nd === 3 && /(^|\.)(switch_mlp|experts)\./.test(t.name);
 }
 
+/** MLX's own checks for a mode's bits and group size (`affine_quantize`, `fp_quantize`). */
+export function checkQuantParams(p: QuantParams, tensor?: string): void {
+  if (p.mode === 'affine') return checkAffineParams(p.bits, p.groupSize, tensor);
+  const fixed = FP_MODES[p.mode as FpMode];
+  if (!fixed) throw new TensorportError('MlxUnsupportedQuantization', `unknown quantization mode ${String(p.mode)}`);
+  if (p.bits !== fixed.bits || p.groupSize !== fixed.groupSize) {
+    throw new TensorportError('MlxUnsupportedQuantization', `${p.mode} quantization needs ${fixed.bits} bits and group size ${fixed.groupSize}, not ${p.bits} bits/group ${p.groupSize}`, tensor === undefined ? {} : { tensor });
+  }
+}
+
+/** A spec resolved the way `to_quantized(**spec)` resolves it. */
+export function resolveSpec(spec: QuantSpec): QuantParams {
+  const mode = spec.mode ?? 'affine';
+  const d = modeDefaults(mode);
+  return { mode, bits: spec.bits ?? d.bits, groupSize: spec.groupSize ?? d.groupSize };
+}
+
+/** The config.json entry mlx-lm writes for a spec: its keys, in `group_size, bits, mode` order. */
+export function specEntry(spec: QuantSpec): Record<string, unknown> {
+  const e: Record<string, unknown> = {};
+  if (spec.groupSize !== undefined) e.group_size = spec.groupSize;
+  if (spec.bits !== undefined) e.bits = spec.bits;
+  if (spec.mode !== undefined) e.mode = spec.mode;
+  return e;
+}
+
 export function quantizeCheckpoint(checkpoint: { readonly tensors: readonly TensorDescriptor[]; readonly metadata?: ReadonlyMap<string, string> | null }, options: QuantizeCheckpointOptions = {}): ConversionResult {
-  const defaults: LayerChoice = { bits: options.bits ?? 4, groupSize: options.groupSize ?? 64 };
-  checkAffineParams(defaults.bits, defaults.groupSize);
+  const mode = options.mode ?? 'affine';
+  const md = modeDefaults(mode);
+  const defaults: QuantParams = { mode, bits: options.bits ?? md.bits, groupSize: options.groupSize ?? md.groupSize };
+  checkQuantParams(defaults);
+  if (options.globalScale !== undefined && mode !== 'nvfp4') {
+    throw new TensorportError('MlxInvalidQuantization', `a global scale applies to nvfp4 only, not ${mode}`);
+  }
   const variant = options.variant ?? 'gpu';
   const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
   const names = new Set(byName.keys());
@@ -59,76 +112,88 @@ export function quantizeCheckpoint(checkpoint: { readonly tensors: readonly Tens
   }
   const tensors: TensorDescriptor[] = [];
   const layers: QuantizedLayer[] = [];
-  const overrides = new Map<string, QuantParams>();
+  const entries = new Map<string, Record<string, unknown>>();
   for (const t of checkpoint.tensors) {
     const path = t.name.endsWith('.weight') ? t.name.slice(0, -7) : null;
     // Never produce a name the checkpoint already has.
     const free = path !== null && !names.has(`${path}.scales`) && !names.has(`${path}.biases`);
-    const choice = free ? choose(t, defaults, options.predicate) : null;
-    if (!choice || path === null) {
+    const verdict = free ? choose(t, path, defaults, options.predicate) : false;
+    if (verdict === false || path === null) {
       tensors.push(t);
       continue;
     }
-    checkAffineParams(choice.bits, choice.groupSize, t.name);
+    const choice = verdict === true ? defaults : resolveSpec(verdict);
+    if (verdict !== true) entries.set(path, specEntry(verdict));
+    checkQuantParams(choice, t.name);
+    const last = t.shape[t.shape.length - 1]!;
+    if (last % choice.groupSize !== 0) {
+      throw new TensorportError('MlxInvalidQuantization', `${t.name}: last dimension ${last} does not divide into groups of ${choice.groupSize}`, { tensor: t.name });
+    }
     const layer = quantizedLayer(path, t, choice);
     layers.push(layer);
-    if (choice.bits !== defaults.bits || choice.groupSize !== defaults.groupSize) overrides.set(path, { mode: 'affine', ...choice });
-    tensors.push(...quantizedTensors(layer, t, variant));
+    tensors.push(...quantizedTensors(layer, t, variant, options.globalScale));
   }
   const metadata = outputMetadata(checkpoint.metadata);
   metadata.set('format', 'mlx');
   metadata.set('quantization_bits', String(defaults.bits));
   metadata.set('quantization_group_size', String(defaults.groupSize));
+  if (mode === 'affine') metadata.delete('quantization_mode');
+  else metadata.set('quantization_mode', mode);
   const result: ConversionResult = { tensors, metadata, layers };
   if (options.config !== undefined) {
     const base = isRecord(options.config) ? options.config : {};
-    result.config = withQuantization(base, quantizationSection({ mode: 'affine', ...defaults }, overrides));
+    const section = quantizationSection(defaults, new Map());
+    for (const [p, e] of entries) section[p] = e;
+    result.config = withQuantization(base, section);
   }
   return result;
 }
 
-function choose(t: TensorInfo, defaults: LayerChoice, predicate?: QuantPredicate): LayerChoice | null {
-  if (!FLOATS.has(t.dtype) || t.shape.length < 2) return null;
-  if (!predicate) return isQuantizable(t, defaults.groupSize) ? defaults : null;
-  const verdict = predicate(t, defaults);
-  if (verdict === false) return null;
-  const choice = verdict === true ? defaults : { ...defaults, ...verdict };
-  const last = t.shape[t.shape.length - 1]!;
-  if (last % choice.groupSize !== 0) {
-    throw new TensorportError('MlxInvalidQuantization', `${t.name}: last dimension ${last} does not divide into groups of ${choice.groupSize}`, { tensor: t.name });
-  }
-  return choice;
+/** mlx-lm's `wrapped_predicate`: only quantizable modules whose width divides by the run's group size reach the predicate. */
+function choose(t: TensorInfo, path: string, defaults: QuantParams, predicate?: QuantPredicate): boolean | QuantSpec {
+  if (!isQuantizable(t, defaults.groupSize)) return false;
+  if (!predicate) return true;
+  return predicate({ name: t.name, dtype: t.dtype, shape: t.shape, path }, defaults);
 }
 
-export function quantizedLayer(path: string, t: TensorInfo, choice: LayerChoice): QuantizedLayer {
+export function quantizedLayer(path: string, t: TensorInfo, choice: QuantParams | LayerChoice): QuantizedLayer {
   const cols = t.shape[t.shape.length - 1]!;
   const rows = t.shape.slice(0, -1).reduce((a, b) => a * b, 1);
+  const mode = choice.mode ?? 'affine';
   return {
     path,
     weight: `${path}.weight`,
     scales: `${path}.scales`,
-    biases: `${path}.biases`,
-    mode: 'affine',
+    biases: mode === 'affine' ? `${path}.biases` : null,
+    mode,
     bits: choice.bits,
     groupSize: choice.groupSize,
     shape: [...t.shape],
     rows,
     cols,
-    scaleDtype: t.dtype,
+    scaleDtype: mode === 'affine' ? t.dtype : 'U8',
     source: 'options',
   };
 }
 
-/** weight (U32), scales and biases (the input dtype) of one layer, each streamed from `src`. */
-function quantizedTensors(layer: QuantizedLayer, src: TensorDescriptor, variant: AffineVariant): TensorDescriptor[] {
+/** weight (U32), scales (and for affine, biases) of one layer, each streamed from `src`. */
+function quantizedTensors(layer: QuantizedLayer, src: TensorDescriptor, variant: AffineVariant, globalScale?: number): TensorDescriptor[] {
   const dtype = src.dtype as FloatDType;
   const { rows, cols, bits, groupSize } = layer;
   const lead = layer.shape.slice(0, -1);
   const block = rowsPerBlock(rows, cols);
   const input = [{ desc: src, rowBytes: cols * floatBytes(dtype) }];
-  const opts = { bits, groupSize, variant, dtype };
   const wShape = [...lead, (cols * bits) / 32];
   const sShape = [...lead, cols / groupSize];
+  if (layer.mode !== 'affine') {
+    const opts = { mode: layer.mode as FpMode, variant, dtype, ...(globalScale === undefined ? {} : { globalScale }) };
+    const run = (b: Uint8Array) => quantizeFp(decodeFloats(b, dtype), cols, opts);
+    return [
+      computedDescriptor(layer.weight, 'U32', wShape, byteLength('U32', wShape), () => lockstep(layer.weight, input, rows, block, ([b]) => bytesOfWords(run(b!).words))),
+      computedDescriptor(layer.scales, 'U8', sShape, byteLength('U8', sShape), () => lockstep(layer.scales, input, rows, block, ([b]) => run(b!).scales)),
+    ];
+  }
+  const opts = { bits, groupSize, variant, dtype };
   const weight = computedDescriptor(layer.weight, 'U32', wShape, byteLength('U32', wShape), () =>
     lockstep(layer.weight, input, rows, block, ([b]) => bytesOfWords(quantizeAffine(decodeFloats(b!, dtype), cols, opts).words)),
   );

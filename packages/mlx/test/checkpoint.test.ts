@@ -77,13 +77,13 @@ describe('quantizeCheckpoint', () => {
     });
   }
 
-  it('a predicate can give a layer its own bits (written as a per-module override)', () => {
+  it('a predicate can give a layer its own bits (its dict written verbatim as the module entry)', () => {
     const out = quantizeCheckpoint(toyModel('F32'), {
-      predicate: (t, d) => (t.name === 'lm_head.weight' ? { bits: 8 } : t.shape.length === 2 && t.name.endsWith('proj.weight') ? d : false),
+      predicate: (t) => (t.name === 'lm_head.weight' ? { bits: 8 } : t.shape.length === 2 && t.name.endsWith('proj.weight')),
       config: {},
     });
     expect(out.layers.map((l) => [l.path, l.bits])).toEqual([['model.layers.0.self_attn.q_proj', 4], ['lm_head', 8]]);
-    expect(out.config!.quantization).toEqual({ group_size: 64, bits: 4, mode: 'affine', lm_head: { group_size: 64, bits: 8, mode: 'affine' } });
+    expect(out.config!.quantization).toEqual({ group_size: 64, bits: 4, mode: 'affine', lm_head: { bits: 8 } });
   });
 
   it('refuses an already-quantized checkpoint and NaN weights (naming the tensor)', async () => {

@@ -4,7 +4,7 @@ import { isAbsolute, relative } from 'node:path';
 import { AFFINE_BITS, AFFINE_GROUP_SIZES, type AffineVariant, type FloatDType } from '@tensorport/mlx';
 import type { MlxCommandResult } from '../mlx/run.ts';
 import { ProgressBar, type ProgressStream } from '../progress.ts';
-import { describeFinding } from '../report.ts';
+import { describeFinding, escapeTerminal } from '../report.ts';
 import { formatBytes } from '../size.ts';
 
 export interface CommandIO {
@@ -22,6 +22,8 @@ function choice(list: readonly number[], what: string): (value: string) => numbe
 
 export const parseBits = choice(AFFINE_BITS, 'bits');
 export const parseGroupSize = choice(AFFINE_GROUP_SIZES, 'the group size');
+/** quantize also takes nvfp4's 16; the library checks each mode's own values. */
+export const parseQuantizeGroupSize = choice([16, ...AFFINE_GROUP_SIZES], 'the group size');
 
 export function parseRounding(value: string): AffineVariant {
   if (value !== 'gpu' && value !== 'cpu') throw new InvalidArgumentError('expected gpu (Metal kernel, mlx_lm.convert on a Mac) or cpu');
@@ -63,8 +65,8 @@ export function printWritten(io: CommandIO, r: MlxCommandResult): void {
   for (const w of r.warnings) io.stderr.write(`tensorport: warning: ${describeFinding(w)}\n`);
   const files = r.files.length - r.copied.length;
   io.stdout.write(`wrote ${files} file${files === 1 ? '' : 's'} (${r.tensors} tensor${r.tensors === 1 ? '' : 's'}, ${formatBytes(r.bytes)}), validated:\n`);
-  for (const f of r.files.slice(0, files)) io.stdout.write(`  ${shortPath(f)}\n`);
-  if (r.copied.length > 0) io.stdout.write(`copied from the input model: ${r.copied.join(', ')}\n`);
+  for (const f of r.files.slice(0, files)) io.stdout.write(`  ${escapeTerminal(shortPath(f))}\n`);
+  if (r.copied.length > 0) io.stdout.write(`copied from the input model: ${escapeTerminal(r.copied.join(', '))}\n`);
 }
 
 /** "12 layers at 4 bits/group 64, 2 at 8 bits/group 64 (affine)". */

@@ -1,16 +1,16 @@
 import { Option, type Command } from 'commander';
 import { quantize } from '../mlx/run.ts';
-import { parseBits, parseGroupSize, parseRounding, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
+import { parseBits, parseQuantizeGroupSize, parseRounding, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
 
 export function registerQuantize(program: Command, io: CommandIO): void {
   program
     .command('quantize')
-    .description('Affine-quantize a checkpoint as mlx-lm does (Linear/Embedding weights to U32 codes + scales + biases), then validate it')
+    .description('Quantize a checkpoint as mlx-lm does (Linear/Embedding weights to U32 codes + scales [+ biases]), then validate it')
     .argument('<input>', 'a safetensors file, a model directory (config.json + model.safetensors or shards + index), or an MLX .npz')
     .argument('<output>', "a .safetensors file, or a directory (existing, or ending with '/') that receives an MLX model directory")
-    .addOption(new Option('--bits <n>', 'bits per weight: 2, 3, 4, 5, 6 or 8').argParser(parseBits).default(4))
-    .addOption(new Option('--group-size <n>', 'weights per scale/bias: 32, 64 or 128').argParser(parseGroupSize).default(64))
-    .addOption(new Option('--mode <mode>', 'quantization mode (only affine can be written)').default('affine'))
+    .addOption(new Option('--bits <n>', 'bits per weight: 2, 3, 4, 5, 6 or 8 (default: 4; mxfp8 8)').argParser(parseBits))
+    .addOption(new Option('--group-size <n>', 'weights per scale: 32, 64 or 128 for affine (default 64); mxfp4/mxfp8 32, nvfp4 16').argParser(parseQuantizeGroupSize))
+    .addOption(new Option('--mode <mode>', 'affine, mxfp4, mxfp8 or nvfp4').default('affine'))
     .addOption(new Option('--rounding <kernel>', "whose rounding to reproduce bit for bit: gpu (MLX's Metal kernel) or cpu").argParser(parseRounding).default('gpu'))
     .option('--force', 'replace existing output files')
     .option('--json', 'print the result as JSON')
@@ -23,11 +23,12 @@ other small files. A file output records bits and group size in __metadata__.
 
 Examples:
   $ tensorport quantize ./Llama-3.2-1B/ ./Llama-3.2-1B-4bit/
-  $ tensorport quantize model.safetensors model-q8.safetensors --bits 8 --group-size 32`,
+  $ tensorport quantize model.safetensors model-q8.safetensors --bits 8 --group-size 32
+  $ tensorport quantize ./Llama-3.2-1B/ ./Llama-3.2-1B-mxfp4/ --mode mxfp4`,
     )
-    .action(async (input: string, output: string, opts: { bits: number; groupSize: number; mode: string; rounding: 'gpu' | 'cpu'; force?: boolean; json?: boolean }) => {
+    .action(async (input: string, output: string, opts: { bits?: number; groupSize?: number; mode: string; rounding: 'gpu' | 'cpu'; force?: boolean; json?: boolean }) => {
       const bar = progress(io, opts.json, 'quantizing');
-      const r = await quantize({ input, output, bits: opts.bits, groupSize: opts.groupSize, mode: opts.mode, rounding: opts.rounding, force: opts.force === true, ...(bar.onProgress ? { onProgress: bar.onProgress } : {}) }).finally(bar.finish);
+      const r = await quantize({ input, output, ...(opts.bits === undefined ? {} : { bits: opts.bits }), ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }), mode: opts.mode, rounding: opts.rounding, force: opts.force === true, ...(bar.onProgress ? { onProgress: bar.onProgress } : {}) }).finally(bar.finish);
       if (opts.json) {
         io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
         return;

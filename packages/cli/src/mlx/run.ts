@@ -62,7 +62,7 @@ interface Common {
 export interface QuantizeOptions extends Common {
   bits?: number;
   groupSize?: number;
-  /** Only `affine` can be produced; the fp modes are read (dequantized) only. */
+  /** affine (default), mxfp4, mxfp8 or nvfp4. */
   mode?: string;
   /** Which MLX kernel's rounding to reproduce: `gpu` (Metal, mlx_lm.convert on a Mac; default) or `cpu`. */
   rounding?: AffineVariant;
@@ -150,18 +150,18 @@ async function run(options: Common, quantized: boolean, build: (input: MlxInput)
   }
 }
 
-/** Affine-quantizes every Linear/Embedding-like float weight as mlx-lm does (docs/formats/mlx.md). */
+/** Quantizes every Linear/Embedding-like float weight as mlx-lm does (docs/formats/mlx.md). */
 export async function quantize(options: QuantizeOptions): Promise<MlxCommandResult> {
-  checkParams(options.bits, options.groupSize);
-  if (options.mode !== undefined && options.mode !== 'affine') {
-    throw new TensorportError('InvalidOption', `quantizing to ${options.mode} is not supported: tensorport writes affine MLX quantization and reads (dequantizes) mxfp4, mxfp8 and nvfp4`);
-  }
+  const mode = options.mode ?? 'affine';
+  if (!isQuantMode(mode)) throw new TensorportError('InvalidOption', `--mode must be affine, mxfp4, mxfp8 or nvfp4, got ${mode}`);
+  if (mode === 'affine') checkParams(options.bits, options.groupSize);
   const { result } = await run(
     options,
     true,
     (input) =>
       quantizeCheckpoint(input.checkpoint, {
         config: input.config ?? {},
+        mode,
         ...(options.bits === undefined ? {} : { bits: options.bits }),
         ...(options.groupSize === undefined ? {} : { groupSize: options.groupSize }),
         ...(options.rounding === undefined ? {} : { variant: options.rounding }),
