@@ -1,5 +1,10 @@
 #!/usr/bin/env node
+import { setStaleFileReporter } from '@tensorport/core/node';
 import { main } from './program.ts';
+import { escapeTerminal } from './report.ts';
+
+// Leftovers of killed runs removed before writing (core's stale.ts) are reported like any warning.
+setStaleFileReporter((message) => process.stderr.write(`tensorport: warning: ${escapeTerminal(message)}\n`));
 
 // `tensorport inspect big.safetensors | head`: the reader went away; stop quietly, not with a stack trace.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {

@@ -10,7 +10,7 @@ import { convert, type ConvertResult, type TargetDtype } from './convert.ts';
 import { renderInspect } from './render.ts';
 import { inspect } from './inspect.ts';
 import { ProgressBar, type ProgressStream } from './progress.ts';
-import { describeError, describeFinding } from './report.ts';
+import { describeError, describeFinding, escapeTerminal } from './report.ts';
 import { registerScan } from './scan.ts';
 import { startServer, untilInterrupted } from './serve.ts';
 import { parseDtype, parsePort, parseSizeOption, readOptions, type ReadFlags } from './options.ts';
@@ -117,7 +117,7 @@ Examples:
           ...(report.valid ? [] : [plural(report.errors.length, 'error')]),
           plural(report.warnings.length, 'warning'),
         ].join(', ');
-        out(`${path}: ${report.valid ? 'valid' : 'INVALID'} (${counts})\n`);
+        out(`${escapeTerminal(path)}: ${report.valid ? 'valid' : 'INVALID'} (${counts})\n`);
       }
       if (!report.valid) exitCode = EXIT_FAILED;
     });
@@ -190,7 +190,7 @@ Examples:
         }
         for (const w of result.warnings) err(`tensorport: warning: ${describeFinding(w)}\n`);
         out(`wrote ${plural(result.files.length, 'file')} (${plural(result.tensors, 'tensor')}, ${formatBytes(result.bytes)}), validated${result.verified ? ' and diffed equal to the input' : ''}:\n`);
-        for (const f of result.files) out(`  ${shortPath(f)}\n`);
+        for (const f of result.files) out(`  ${escapeTerminal(shortPath(f))}\n`);
       },
     );
 
@@ -239,11 +239,11 @@ Examples:
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version') return EXIT_OK;
       if (e.code === 'commander.help') return e.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
       const text = (usageMessage || e.message).trim().replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
-      err(`tensorport: usage: ${text} ${hint}\n`);
+      err(`tensorport: usage: ${escapeTerminal(text)} ${hint}\n`);
       return EXIT_USAGE;
     }
     if (e instanceof TensorportError && e.code === 'InvalidOption') {
-      err(`tensorport: usage: ${e.message} ${hint}\n`);
+      err(`tensorport: usage: ${escapeTerminal(e.message)} ${hint}\n`);
       return EXIT_USAGE;
     }
     err(`${describeError(e)}\n`);

@@ -1,7 +1,7 @@
 import { basename } from 'node:path';
 import type { InspectReport } from './inspect.ts';
 import { renderQuantization } from './mlx/inspect.ts';
-import { describeFinding } from './report.ts';
+import { describeFinding, escapeTerminal as esc } from './report.ts';
 import { formatBytes, formatCount } from './size.ts';
 
 /** Left-aligns text columns and right-aligns the ones listed in `right`. */
@@ -22,26 +22,26 @@ export function table(rows: readonly string[][], right: ReadonlySet<number> = ne
 export function renderInspect(r: InspectReport): string {
   const lines: string[] = [];
   const totalFileBytes = r.files.reduce((s, f) => s + f.bytes, 0);
-  lines.push(`${r.path}: ${r.format}, ${r.files.length} file${r.files.length === 1 ? '' : 's'}, ${formatBytes(totalFileBytes)}`);
+  lines.push(`${esc(r.path)}: ${r.format}, ${r.files.length} file${r.files.length === 1 ? '' : 's'}, ${formatBytes(totalFileBytes)}`);
   for (const w of r.warnings) lines.push(`warning ${describeFinding(w)}`);
   const meta = r.metadata ? Object.entries(r.metadata) : [];
   lines.push('', r.metadata === null ? 'metadata: none' : meta.length === 0 ? 'metadata: {} (empty)' : 'metadata:');
-  if (meta.length > 0) lines.push(table(meta.map(([k, v]) => ['  ' + k, v.length > 100 ? `${v.slice(0, 97)}...` : v])));
+  if (meta.length > 0) lines.push(table(meta.map(([k, v]) => ['  ' + esc(k), esc(v.length > 100 ? `${v.slice(0, 97)}...` : v)])));
 
   const sharded = r.files.length > 1;
   const header = ['name', 'dtype', 'shape', 'size', 'offsets', ...(sharded ? ['file'] : [])];
   const rows = r.tensors.map((t) => [
-    t.name,
+    esc(t.name),
     t.dtype,
     `[${t.shape.join(', ')}]`,
     formatBytes(t.bytes),
     t.offsets ? `${t.offsets[0]}..${t.offsets[1]}` : '-',
-    ...(sharded ? [t.file ? basename(t.file) : '-'] : []),
+    ...(sharded ? [t.file ? esc(basename(t.file)) : '-'] : []),
   ]);
   lines.push('', `tensors: ${r.tensors.length}`);
   if (rows.length > 0) lines.push(table([header, ...rows], new Set([3])));
 
-  const quantized = renderQuantization(r.quantization);
+  const quantized = renderQuantization(r.quantization?.map((l) => ({ ...l, layer: esc(l.layer) })));
   if (quantized) lines.push(quantized.trimEnd());
   const totals = Object.entries(r.totals.byDtype).map(([dtype, d]) => [dtype, String(d.tensors), formatCount(d.parameters), formatBytes(d.bytes)]);
   totals.push(['total', String(r.totals.tensors), formatCount(r.totals.parameters), formatBytes(r.totals.bytes)]);

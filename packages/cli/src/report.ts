@@ -1,18 +1,38 @@
 import { TensorportError, type Finding } from '@tensorport/core';
 
+/**
+ * What a terminal would act on instead of showing: C0 controls (ESC starts colour/OSC/cursor
+ * sequences, CR and LF rewrite or forge lines, BEL), DEL, C1 controls (U+009B is a one-character
+ * CSI), bidi overrides/isolates/marks (they reorder what is shown) and the Unicode line separators.
+ */
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * The one escaping of untrusted text (tensor names, header text, global names, paths, messages
+ * quoting them) in human output: `\n`, `\r`, `\t`, `\xHH` up to U+00FF, `\uHHHH` above. --json
+ * output is JSON-escaped instead and carries the exact strings. See docs/cli.md.
+ */
+export function escapeTerminal(text: string): string {
+  return text.replace(UNSAFE, (c) => {
+    const code = c.charCodeAt(0);
+    return NAMED[c] ?? (code <= 0xff ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
+  });
+}
+
 /** Where a finding points: `tensor 'x', at byte N, in path`, or '' when it points nowhere. */
 export function location(f: { tensor?: string; offset?: number | bigint | string; path?: string }, withPath = true): string {
   const parts: string[] = [];
-  if (f.tensor !== undefined) parts.push(`tensor '${f.tensor}'`);
-  if (f.offset !== undefined) parts.push(`at byte ${f.offset}`);
-  if (withPath && f.path !== undefined) parts.push(`in ${f.path}`);
+  if (f.tensor !== undefined) parts.push(`tensor '${escapeTerminal(f.tensor)}'`);
+  if (f.offset !== undefined) parts.push(`at byte ${escapeTerminal(String(f.offset))}`);
+  if (withPath && f.path !== undefined) parts.push(`in ${escapeTerminal(f.path)}`);
   return parts.join(', ');
 }
 
 /** `InvalidOffset: <message> (tensor 'x', at byte N)`. */
 export function describeFinding(f: Finding): string {
   const where = location(f, !f.message.includes(f.path ?? '\0'));
-  return `${f.code}: ${f.message}${where ? ` (${where})` : ''}`;
+  return `${escapeTerminal(f.code)}: ${escapeTerminal(f.message)}${where ? ` (${where})` : ''}`;
 }
 
 /** The one line the CLI prints for a failure: `tensorport: <code>: <message> (location)`. */
@@ -20,7 +40,7 @@ export function describeError(e: unknown): string {
   if (e instanceof TensorportError) return `tensorport: ${describeFinding(e.toJSON() as unknown as Finding)}`;
   if (e instanceof Error) {
     const code = (e as NodeJS.ErrnoException).code;
-    return `tensorport: ${code ? `${code}: ` : ''}${e.message}`;
+    return `tensorport: ${code ? `${escapeTerminal(code)}: ` : ''}${escapeTerminal(e.message)}`;
   }
-  return `tensorport: ${String(e)}`;
+  return `tensorport: ${escapeTerminal(String(e))}`;
 }

@@ -3,7 +3,7 @@ import { allowedGlobals, type ScanReport } from '@tensorport/torch-zip';
 import type { Finding } from '@tensorport/core';
 import { scanFile } from './formats/torch.ts';
 import { probe } from './probe.ts';
-import { describeFinding } from './report.ts';
+import { describeFinding, escapeTerminal } from './report.ts';
 
 export interface ScanResult {
   path: string;
@@ -65,7 +65,7 @@ Examples:
         io.out(`${JSON.stringify(r, null, 2)}\n`);
         return;
       }
-      for (const v of r.verdicts) io.out(`${v.allowed ? 'allowed   ' : 'DISALLOWED'} global ${v.global}\n`);
+      for (const v of r.verdicts) io.out(`${v.allowed ? 'allowed   ' : 'DISALLOWED'} global ${escapeTerminal(v.global)}\n`);
       const risky = RISKY_OPCODES.filter((op) => (r.opcodes[op] ?? 0) > 0).map((op) => `${op}×${r.opcodes[op]}`);
       if (risky.length > 0) io.out(`opcodes   ${risky.join(' ')}\n`);
       for (const f of r.findings) io.out(`finding   ${describeFinding(f)}\n`);
@@ -76,5 +76,5 @@ Examples:
 
 function out(io: { out: (text: string) => void }, r: ScanResult, bad: number): void {
   const what = `${r.pickles} pickle${r.pickles === 1 ? '' : 's'}, ${r.globals.length} global${r.globals.length === 1 ? '' : 's'}`;
-  io.out(`${r.path}: ${r.safe ? 'safe' : 'UNSAFE'} (${what}${bad > 0 ? `, ${bad} disallowed` : ''}, ${r.findings.length} finding${r.findings.length === 1 ? '' : 's'})\n`);
+  io.out(`${escapeTerminal(r.path)}: ${r.safe ? 'safe' : 'UNSAFE'} (${what}${bad > 0 ? `, ${bad} disallowed` : ''}, ${r.findings.length} finding${r.findings.length === 1 ? '' : 's'})\n`);
 }

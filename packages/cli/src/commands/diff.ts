@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { diffCheckpoints, type Checkpoint, type DiffResult, type Finding, type TensorChange } from '@tensorport/core';
 import { detectInput } from '../probe.ts';
-import { describeFinding } from '../report.ts';
+import { describeFinding, escapeTerminal } from '../report.ts';
 import { formatBytes } from '../size.ts';
 import { progress, type CommandIO } from './mlx-common.ts';
 
@@ -89,10 +89,10 @@ Examples:
         return;
       }
       for (const w of r.warnings) io.stderr.write(`tensorport: warning: ${describeFinding(w)}\n`);
-      for (const n of r.onlyInA) io.stdout.write(`only in a  ${n}\n`);
-      for (const n of r.onlyInB) io.stdout.write(`only in b  ${n}\n`);
-      for (const c of r.changed) io.stdout.write(`changed    ${c.name}: ${describeChange(c)}\n`);
-      for (const x of r.aliases) io.stdout.write(`tied       ${x.name} -> ${x.kept} (in ${x.side}'s metadata)\n`);
+      for (const n of r.onlyInA) io.stdout.write(`only in a  ${escapeTerminal(n)}\n`);
+      for (const n of r.onlyInB) io.stdout.write(`only in b  ${escapeTerminal(n)}\n`);
+      for (const c of r.changed) io.stdout.write(`changed    ${escapeTerminal(c.name)}: ${escapeTerminal(describeChange(c))}\n`);
+      for (const x of r.aliases) io.stdout.write(`tied       ${escapeTerminal(x.name)} -> ${escapeTerminal(x.kept)} (in ${x.side}'s metadata)\n`);
       const what = opts.namesOnly ? 'names, dtypes and shapes' : `${formatBytes(r.bytesCompared)} of tensor data`;
       io.stdout.write(`${r.equal ? 'equal' : 'DIFFERENT'}: ${r.compared} tensor(s) compared (${what}), ${r.onlyInA.length} only in a, ${r.onlyInB.length} only in b, ${r.changed.length} changed\n`);
     });

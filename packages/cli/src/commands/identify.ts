@@ -4,7 +4,7 @@ import { TensorportError, identify, type Finding, type Identification } from '@t
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
 import { detectFormat } from '../formats/registry.ts';
 import { probe } from '../probe.ts';
-import { describeError, describeFinding } from '../report.ts';
+import { describeError, describeFinding, escapeTerminal } from '../report.ts';
 
 export interface IdentifyReport {
   path: string;
@@ -80,7 +80,7 @@ Examples:
           io.err(`${describeError(new TensorportError(((r.error?.code as string) ?? 'IoError') as 'IoError', String(r.error?.message ?? 'unreadable'), { path: r.path }))}\n`);
           continue;
         }
-        io.out(`${r.path}: ${r.what}${detailText(r.details)}\n  can: ${r.can}\n`);
+        io.out(`${escapeTerminal(r.path)}: ${escapeTerminal(r.what + detailText(r.details))}\n  can: ${r.can}\n`);
         for (const w of r.warnings) io.out(`  warning: ${describeFinding(w)}\n`);
       }
     });

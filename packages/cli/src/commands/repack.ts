@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { repack } from '../mlx/run.ts';
 import { table } from '../render.ts';
+import { escapeTerminal } from '../report.ts';
 import { parseBits, parseGroupSize, parseRounding, printWritten, progress, type CommandIO } from './mlx-common.ts';
 
 export function registerRepack(program: Command, io: CommandIO): void {
@@ -35,7 +36,7 @@ Examples:
       const lossy = r.report.filter((l) => !l.lossless);
       io.stdout.write(`repacked ${r.report.length} layer${r.report.length === 1 ? '' : 's'} to ${opts.bits} bits/group ${opts.groupSize}: ${r.report.length - lossy.length} lossless, ${lossy.length} re-quantized\n`);
       if (lossy.length > 0) {
-        const rows = lossy.map((l) => [l.layer, `${l.from.bits}/${l.from.groupSize}`, `${l.to.bits}/${l.to.groupSize}`, l.maxAbsError.toPrecision(4)]);
+        const rows = lossy.map((l) => [escapeTerminal(l.layer), `${l.from.bits}/${l.from.groupSize}`, `${l.to.bits}/${l.to.groupSize}`, l.maxAbsError.toPrecision(4)]);
         io.stdout.write(`${table([['layer', 'from', 'to', 'max abs error'], ...rows], new Set([3]))}\n`);
       }
       printWritten(io, r);
