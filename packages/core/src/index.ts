@@ -9,6 +9,7 @@ export * from './safetensors/writer.ts';
 export * from './zip/index.ts';
 export { parseJson, JsonCursor, SERDE_MAX_DEPTH, type JsonValue, type JsonObject, type JsonEntry, type JsonNumber, type JsonOptions } from './safetensors/json.ts';
 export * from './safetensors/header.ts';
+export { editJsonObject, jsonObjectSpans, jsonText, type JsonMemberSpan, type JsonObjectSpans } from './json-edit.ts';
 export * from './cast.ts';
 export * from './float16.ts';
 export * from './safetensors/reader.ts';

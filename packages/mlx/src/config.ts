@@ -144,13 +144,15 @@ function editedConfigText(text: string, config: Record<string, unknown>): string
   const changes = new Map<string, unknown>();
   for (const k of Object.keys(before)) if (!Object.hasOwn(config, k)) changes.set(k, undefined);
   for (const [k, v] of Object.entries(config)) if (v !== undefined && !sameJson(before[k], v)) changes.set(k, v);
+  // as mlx-lm's save_config: the local path the model was loaded from is not kept
+  changes.set('_name_or_path', undefined);
   return editJsonObject(text, changes);
 }
 // --- end of config.json text editing ---
 
 /**
- * config.json as it is written: the input's own text with only the changed members edited when
- * the config came from a file (see rememberConfigText); otherwise as mlx-lm's save_config writes
+ * config.json as it is written: the input's own text with only the changed members edited (and
+ * `_name_or_path` dropped) when the config came from a file (see rememberConfigText); otherwise as mlx-lm's save_config writes
  * it: `_name_or_path` dropped, top-level keys sorted (by code point), `json.dump(indent=4)`.
  */
 export function formatConfigJson(config: Record<string, unknown>): string {

@@ -8,6 +8,7 @@ import { TensorportError, type Checkpoint } from '@tensorport/core';
 import { CommitGroup, FileSink, openCheckpointPath } from '@tensorport/core/node';
 import { MLX_CONFIG_FILE, writeMlxModel, type WriteMlxModelOptions } from '../model.ts';
 import type { ConversionResult } from '../dequantize.ts';
+import { rememberConfigText } from '../config.ts';
 
 /** config.json files are a few KiB; anything past this is refused unread. */
 export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
@@ -21,12 +22,16 @@ export async function readModelConfig(path: string): Promise<Record<string, unkn
   if (!cst?.isFile()) return undefined;
   if (cst.size > MAX_CONFIG_BYTES) throw new TensorportError('MlxInvalidConfig', `${file} is ${cst.size} bytes, more than the ${MAX_CONFIG_BYTES} allowed`, { path: file });
   let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(await readFile(file, 'utf8'));
+    text = await readFile(file, 'utf8');
+    value = JSON.parse(text);
   } catch (e) {
     throw new TensorportError('MlxInvalidConfig', `${file} is not valid JSON: ${(e as Error).message}`, { path: file, cause: e });
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TensorportError('MlxInvalidConfig', `${file} does not hold a JSON object`, { path: file });
+  // written back as this text, edited (config.ts: Python's 0.0 must not become 0)
+  rememberConfigText(value as Record<string, unknown>, text);
   return value as Record<string, unknown>;
 }
 
