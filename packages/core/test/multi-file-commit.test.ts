@@ -223,6 +223,7 @@ describe('signals between two renames', () => {
     expect(r.signal).toBe('SIGKILL');
     const left = await readdir(d);
     expect(left.filter((f) => f.endsWith('.commit'))).toHaveLength(1);
+    expect(left).toContain('model-00001-of-00006.safetensors');
     const messages: string[] = [];
     const previous = setStaleFileReporter((m) => messages.push(m));
     try {
@@ -232,6 +233,23 @@ describe('signals between two renames', () => {
     }
     expect(await snapshot(d)).toEqual(before);
     expect(messages.some((m) => /rolled back an interrupted multi-file write/.test(m) && /model-00001-of-00006/.test(m))).toBe(true);
+  });
+
+  it('SIGKILL between renames, then a plain rerun without --force: rolled back first, so it succeeds', async () => {
+    const d = await fresh();
+    const r = await runChild([d, 'commit', ''], async (_line, kill) => kill('SIGKILL'));
+    expect(r.signal).toBe('SIGKILL');
+    expect(await readdir(d)).toContain('model-00002-of-00006.safetensors');
+    const messages: string[] = [];
+    const previous = setStaleFileReporter((m) => messages.push(m));
+    try {
+      await writeCheckpointPath(sixTensors(1000, 70), null, d, { maxShardSize: 1000 });
+    } finally {
+      setStaleFileReporter(previous);
+    }
+    expect(messages).toHaveLength(1);
+    expect((await readdir(d)).sort()).toEqual([...Array.from({ length: 6 }, (_, i) => `model-0000${i + 1}-of-00006.safetensors`), 'model.safetensors.index.json']);
+    expect((await readFile(join(d, 'model-00001-of-00006.safetensors')).then((b) => b.at(-1)))).toBe(71);
   });
 });
 

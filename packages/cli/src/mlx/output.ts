@@ -8,7 +8,7 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, open, realpath, rm, rmdir, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { TensorportError, validateSafetensors, type ErrorCode, type Finding, type TensorDescriptor } from '@tensorport/core';
-import { CommitGroup, FileSink, FileSource, openCheckpointPath, sameFile, writeCheckpointPath } from '@tensorport/core/node';
+import { CommitGroup, FileSink, FileSource, openCheckpointPath, sameFile, sweepOnce, writeCheckpointPath } from '@tensorport/core/node';
 import { MLX_CONFIG_FILE, MLX_INDEX_FILE, planMlxShards, writeMlxModel, type ConversionResult } from '@tensorport/mlx';
 import type { MlxInput } from './input.ts';
 import { listFiles } from './input.ts';
@@ -151,6 +151,8 @@ async function writeModelDir(result: ConversionResult, dir: string, input: MlxIn
   if (input.modelDir && (await sameFile(input.modelDir, dir))) {
     throw new TensorportError('SameInputOutput', `the output directory ${dir} is the input model directory; choose another`, { path: dir });
   }
+  // A commit a killed run left half done is rolled back before we look for existing outputs.
+  sweepOnce(dir);
   const names = [...planMlxShards(result.tensors).map((p) => p.fileName), MLX_INDEX_FILE, ...(result.config ? [MLX_CONFIG_FILE] : []), ...extras.map((e) => e.name)];
   for (const name of names) {
     const path = join(dir, name);

@@ -8,6 +8,7 @@ import { writeSafetensors, type MetadataInput, type WriteOptions } from '../safe
 import type { TensorDescriptor } from '../tensor.ts';
 import { CommitGroup } from './commit-group.ts';
 import { FileSink } from './file-sink.ts';
+import { sweepOnce } from './stale.ts';
 import { errnoCode, FileSource, ioError } from './file-source.ts';
 
 /**
@@ -115,6 +116,8 @@ export async function writeCheckpointPath(
   const plans = planShards(tensors, opts.maxShardSize);
   const names = plans.length > 1 ? [...plans.map((p) => p.fileName), SHARD_INDEX_FILE] : [SINGLE_CHECKPOINT_FILE];
   const stale = join(target, plans.length > 1 ? SINGLE_CHECKPOINT_FILE : SHARD_INDEX_FILE);
+  // A commit a killed run left half done is rolled back before we look for existing outputs.
+  sweepOnce(target);
   await refuseInputs(opts.inputs ?? [], target, names.map((n) => join(target, n)));
   if (!sinkOpts.force) {
     for (const p of [...names.map((n) => join(target, n)), stale]) {
