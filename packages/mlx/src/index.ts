@@ -23,6 +23,7 @@ export { findQuantizedLayers, type QuantizedLayer, type RecognizeOptions, type T
 export {
   formatConfigJson,
   isQuantMode,
+  modeDefaults,
   parseQuantizationConfig,
   parseQuantizationMetadata,
   quantizationSection,
@@ -34,7 +35,8 @@ export {
 
 // Checkpoint-level conversions: streaming TensorDescriptors for the safetensors writer.
 export { dequantizeCheckpoint, type ConversionResult, type DequantizeCheckpointOptions } from './dequantize.ts';
-export { isQuantizable, quantizeCheckpoint, type LayerChoice, type QuantizeCheckpointOptions, type QuantPredicate } from './quantize.ts';
+export { checkQuantParams, isQuantizable, quantizeCheckpoint, resolveSpec, specEntry, type LayerChoice, type QuantizeCheckpointOptions, type QuantPredicate, type QuantSpec } from './quantize.ts';
+export { MIXED_RECIPES, mixedRecipePredicate, modelPredicate, parseLayerOverride, recipeLayout, withOverrides, type LayerOverride, type MixedRecipe, type RecipeLayout } from './recipes.ts';
 export { isLosslessRepack, repackCheckpoint, type RepackLayerReport, type RepackResult, type RepackTarget } from './repack.ts';
 export { rowsPerBlock } from './rows.ts';
 

@@ -18,6 +18,7 @@ import { isRecord, outputMetadata, type ConversionResult } from './dequantize.ts
 import { FP_MODES, type FpMode } from './fp.ts';
 import { quantizeFp } from './fp-quantize.ts';
 import type { QuantizedLayer, TensorInfo } from './layers.ts';
+import { mixedRecipePredicate, modelPredicate, recipeLayout, withOverrides, type LayerOverride, type MixedRecipe } from './recipes.ts';
 import { computedDescriptor, lockstep, rowsPerBlock } from './rows.ts';
 
 export interface LayerChoice {
@@ -50,8 +51,12 @@ export interface QuantizeCheckpointOptions {
   variant?: AffineVariant;
   /** nvfp4: an f32 global scale (mlx-lm never uses one, and nothing records it). */
   globalScale?: number;
-  /** Replaces the default choice of layers (see the file comment). */
+  /** Replaces the default choice of layers (see the file comment); wins over `recipe`. */
   predicate?: QuantPredicate;
+  /** One of mlx-lm's mixed recipes (affine only); without it the architecture's rule applies, if mlx-lm has one. */
+  recipe?: MixedRecipe;
+  /** Per-layer rules over the recipe / architecture rule; the first matching one decides. */
+  overrides?: readonly LayerOverride[];
   /** The model's config.json; the result's `config` gets the quantization sections. */
   config?: unknown;
 }
@@ -103,6 +108,7 @@ export function quantizeCheckpoint(checkpoint: { readonly tensors: readonly Tens
     throw new TensorportError('MlxInvalidQuantization', `a global scale applies to nvfp4 only, not ${mode}`);
   }
   const variant = options.variant ?? 'gpu';
+  const predicate = choosePredicate(checkpoint.tensors, options, mode);
   const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
   const names = new Set(byName.keys());
   for (const t of checkpoint.tensors) {
@@ -117,7 +123,7 @@ export function quantizeCheckpoint(checkpoint: { readonly tensors: readonly Tens
     const path = t.name.endsWith('.weight') ? t.name.slice(0, -7) : null;
     // Never produce a name the checkpoint already has.
     const free = path !== null && !names.has(`${path}.scales`) && !names.has(`${path}.biases`);
-    const verdict = free ? choose(t, path, defaults, options.predicate) : false;
+    const verdict = free ? choose(t, path, defaults, predicate) : false;
     if (verdict === false || path === null) {
       tensors.push(t);
       continue;
@@ -147,6 +153,17 @@ export function quantizeCheckpoint(checkpoint: { readonly tensors: readonly Tens
     result.config = withQuantization(base, section);
   }
   return result;
+}
+
+/** convert.py: a recipe replaces the model's rule; quantize_model: else the model's `quant_predicate`. */
+function choosePredicate(tensors: readonly TensorInfo[], options: QuantizeCheckpointOptions, mode: QuantMode): QuantPredicate | undefined {
+  let base = options.predicate;
+  if (!base && options.recipe !== undefined) {
+    if (mode !== 'affine') throw new TensorportError('MlxUnsupportedQuantization', `the mixed recipes are affine only (mlx-lm refuses them with ${mode})`);
+    base = mixedRecipePredicate(options.recipe, recipeLayout(tensors, options.config), options.groupSize ?? null);
+  }
+  base ??= modelPredicate(options.config) ?? undefined;
+  return withOverrides(base, options.overrides ?? []);
 }
 
 /** mlx-lm's `wrapped_predicate`: only quantizable modules whose width divides by the run's group size reach the predicate. */

@@ -8,11 +8,14 @@ import {
   AFFINE_GROUP_SIZES,
   dequantizeCheckpoint,
   isQuantMode,
+  MIXED_RECIPES,
+  parseLayerOverride,
   quantizeCheckpoint,
   repackCheckpoint,
   type AffineVariant,
   type ConversionResult,
   type FloatDType,
+  type MixedRecipe,
   type QuantizedLayer,
   type QuantMode,
   type RecognizeOptions,
@@ -64,6 +67,10 @@ export interface QuantizeOptions extends Common {
   groupSize?: number;
   /** affine (default), mxfp4, mxfp8 or nvfp4. */
   mode?: string;
+  /** One of mlx-lm's mixed recipes: mixed_2_6, mixed_3_4, mixed_3_6, mixed_4_6 (affine only). */
+  recipe?: string;
+  /** Per-layer rules `regex=bits`, `regex=bits/group_size` or `regex=float`; the first match decides. */
+  bitsFor?: string[];
   /** Which MLX kernel's rounding to reproduce: `gpu` (Metal, mlx_lm.convert on a Mac; default) or `cpu`. */
   rounding?: AffineVariant;
 }
@@ -155,6 +162,11 @@ export async function quantize(options: QuantizeOptions): Promise<MlxCommandResu
   const mode = options.mode ?? 'affine';
   if (!isQuantMode(mode)) throw new TensorportError('InvalidOption', `--mode must be affine, mxfp4, mxfp8 or nvfp4, got ${mode}`);
   if (mode === 'affine') checkParams(options.bits, options.groupSize);
+  const recipe = options.recipe;
+  if (recipe !== undefined && !(MIXED_RECIPES as readonly string[]).includes(recipe)) {
+    throw new TensorportError('InvalidOption', `--recipe must be one of ${MIXED_RECIPES.join(', ')}, got ${recipe}`);
+  }
+  const overrides = (options.bitsFor ?? []).map(parseLayerOverride);
   const { result } = await run(
     options,
     true,
@@ -162,6 +174,8 @@ export async function quantize(options: QuantizeOptions): Promise<MlxCommandResu
       quantizeCheckpoint(input.checkpoint, {
         config: input.config ?? {},
         mode,
+        ...(recipe === undefined ? {} : { recipe: recipe as MixedRecipe }),
+        ...(overrides.length === 0 ? {} : { overrides }),
         ...(options.bits === undefined ? {} : { bits: options.bits }),
         ...(options.groupSize === undefined ? {} : { groupSize: options.groupSize }),
         ...(options.rounding === undefined ? {} : { variant: options.rounding }),
