@@ -27,7 +27,7 @@ const PNPM = ['npx', ['--yes', 'pnpm@12.4.2']];
  * config.json is not JSON. A published entry without a row here fails the run.
  */
 const TRIGGERS = String.raw`{
-  'tensorport': (m, core, ctx) => m.inspect(m.contextFromBytes ? m.contextFromBytes(new Uint8Array(3), 'x.safetensors') : new core.BytesSource(new Uint8Array(3), 'x.safetensors')),
+  'tensorport': (m) => m.inspect(m.memoryContext(new m.MemoryFolder([['x.safetensors', new Uint8Array(3)]]), 'x.safetensors')),
   'tensorport/node': (m, core, ctx) => m.inspectPath(ctx.missing),
   '@tensorport/core': (m) => m.openSafetensors(new m.BytesSource(new Uint8Array(3))),
   '@tensorport/core/node': (m, core, ctx) => m.FileSource.open(ctx.missing),
@@ -223,26 +223,32 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     await mkdir(tarballs);
     const rootLicense = await readFile(join(ROOT, 'LICENSE'));
     const packedByName = new Map();
+    // One pnpm for all: it applies publishConfig and turns workspace:* into versions (a pack per
+    // package costs a pnpm start-up each). Tarballs are named <name without @, / as ->-<version>.tgz.
+    const packed = [];
+    const toPack = [];
     for (const p of packages) {
-      const missingDist = await stat(join(p.dir, 'dist')).then(() => false, () => true);
-      if (missingDist) {
-        check('tarballs', p.pkg.name, false, 'no dist/: run npm run build (or pass --build)');
+      if (await stat(join(p.dir, 'dist')).then(() => false, () => true)) packed.push({ p, error: 'no dist/: run npm run build (or pass --build)' });
+      else toPack.push(p);
+    }
+    const r = await run(PNPM[0], [...PNPM[1], '-r', ...toPack.flatMap((p) => ['--filter', p.pkg.name]), 'pack', '--pack-destination', tarballs], { cwd: ROOT });
+    const made = new Set(await readdir(tarballs));
+    for (const p of toPack) {
+      const file = `${p.pkg.name.replace(/^@/, '').replace('/', '-')}-${p.pkg.version}.tgz`;
+      packed.push(made.has(file) ? { p, tgz: join(tarballs, file) } : { p, error: `no ${file} from pnpm -r pack: ${tail(r)}` });
+    }
+    for (const { p, tgz, error } of packed) {
+      if (error) {
+        check('tarballs', p.pkg.name, false, error);
         continue;
       }
-      const before = new Set(await readdir(tarballs));
-      const r = await run(PNPM[0], [...PNPM[1], 'pack', '--pack-destination', tarballs], { cwd: p.dir });
-      const made = (await readdir(tarballs)).filter((f) => !before.has(f) && f.endsWith('.tgz'));
-      if (r.status !== 0 || made.length !== 1) {
-        check('tarballs', p.pkg.name, false, `pnpm pack: ${tail(r)}`);
-        continue;
-      }
-      const tgz = join(tarballs, made[0]);
-      const t = await readTarball(tgz, join(work, 'unpacked', made[0]));
+      const t = await readTarball(tgz, join(work, 'unpacked', p.pkg.name.replace(/[@/]/g, '_')));
       const licenseSame = t.files.includes('LICENSE') && rootLicense.equals(await readFile(join(t.base, 'LICENSE')));
       const problems = checkTarball(p, t.pkg, t.files, licenseSame);
-      check('tarballs', p.pkg.name, problems.length === 0, problems.join('; ') || `${made[0]}, ${t.files.length} files`);
-      packedByName.set(p.pkg.name, { tgz, pkg: t.pkg });
+      check('tarballs', p.pkg.name, problems.length === 0, problems.join('; ') || `${relative(tarballs, tgz)}, ${t.files.length} files`);
+      packedByName.set(p.pkg.name, { tgz, pkg: t.pkg, base: t.base });
     }
+    log(`packed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
     // Plain npm, in an empty directory outside the workspace; third-party dependencies come from the registry.
     const app = join(work, 'app');
@@ -250,7 +256,7 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     log(`npm install ${packedByName.size} tarballs in ${app}`);
     if (packedByName.size === 0) throw new Error('no tarball to install');
     const inst = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...[...packedByName.values()].map((p) => p.tgz)], { cwd: app });
-    check('install', 'npm install ./*.tgz', inst.status === 0, inst.status === 0 ? '' : tail(inst));
+    check('install', 'npm install ./*.tgz', inst.status === 0, inst.status === 0 ? `${((Date.now() - started) / 1000).toFixed(1)} s since the start` : tail(inst));
     if (inst.status !== 0) return { checks, dir: work };
     for (const [name, { pkg }] of packedByName) {
       const installed = JSON.parse(await readFile(join(app, 'node_modules', name, 'package.json'), 'utf8').catch(() => '{}'));
@@ -258,8 +264,12 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     }
 
     // The CLI, as a user runs it.
-    const binOwner = packedByName.has('tensorport') && packedByName.get('tensorport').pkg.bin ? 'tensorport' : '@tensorport/cli';
-    check('cli', 'the tensorport bin comes from the tensorport package', binOwner === 'tensorport' || !packedByName.has('tensorport'), `bin from ${binOwner}`);
+    // Exactly one package provides the bin (two would fight over node_modules/.bin/tensorport):
+    // the tensorport package once it exists, @tensorport/cli before.
+    const binOwners = [...packedByName].filter(([, { pkg }]) => typeof pkg.bin === 'object' && pkg.bin?.tensorport).map(([name]) => name);
+    const binOwner = binOwners[0] ?? '';
+    const wanted = packedByName.has('tensorport') ? 'tensorport' : '@tensorport/cli';
+    check('cli', `the tensorport bin comes from ${wanted} alone`, binOwners.length === 1 && binOwner === wanted, `bin from ${binOwners.join(', ') || 'no package'}`);
     const npx = (...args) => run('npx', ['--no-install', 'tensorport', ...args], { cwd: app });
     const help = await npx('--help');
     check('cli', 'npx tensorport --help', help.status === 0 && /Usage: tensorport/.test(help.stdout), help.status === 0 ? '' : tail(help));
@@ -267,7 +277,7 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     const conv = await npx('convert', 'model.pt', 'model.safetensors');
     check('cli', 'npx tensorport convert model.pt model.safetensors', conv.status === 0, conv.status === 0 ? conv.stdout.trim().split('\n')[0] : tail(conv));
     // The workspace build, given the same input, must write the same bytes.
-    const wsBin = join(ROOT, 'packages', binOwner === 'tensorport' ? 'tensorport' : 'cli', packedByName.get(binOwner)?.pkg.bin?.tensorport ?? 'dist/cli.js');
+    const wsBin = join(packages.find((p) => p.pkg.name === binOwner)?.dir ?? join(ROOT, 'packages/cli'), packedByName.get(binOwner)?.pkg.bin?.tensorport ?? 'dist/cli.js');
     const ref = join(work, 'reference.safetensors');
     const wsConv = await run('node', [wsBin, 'convert', TORCH_FIXTURE, ref], { cwd: work });
     const [a, b] = await Promise.all([readFile(join(app, 'model.safetensors')).catch(() => null), readFile(ref).catch(() => null)]);
@@ -283,6 +293,19 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     const [pt, st] = await Promise.all([names('model.pt'), names('model.safetensors')]);
     check('cli', 'npx tensorport inspect model.pt --json', pt.names?.length > 0, pt.names ? pt.names.join(', ') : tail(pt.r));
     check('cli', 'npx tensorport inspect model.safetensors lists the same tensors', st.names !== null && JSON.stringify(st.names) === JSON.stringify(pt.names), st.names ? '' : tail(st.r));
+
+    // Every ```js block of every published README runs as an ES module, here, beside model.pt and
+    // model.safetensors: the examples people copy use names the packages really export.
+    for (const [name, { base }] of packedByName) {
+      const readme = await readFile(join(base, 'README.md'), 'utf8').catch(() => '');
+      const blocks = [...readme.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+      for (const [i, code] of blocks.entries()) {
+        const file = `readme-${name.replace(/^@/, '').replace('/', '-')}-${i + 1}.mjs`;
+        await writeFile(join(app, file), code);
+        const r = await run('node', [file], { cwd: app });
+        check('readme', `${name} README example ${i + 1}`, r.status === 0, r.status === 0 ? '' : tail(r));
+      }
+    }
 
     // Every library entry point under import() and require().
     const entries = [];
