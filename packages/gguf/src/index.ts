@@ -9,3 +9,8 @@ export { dequantizeBlocks, canDequantize, DEQUANTIZABLE_TYPES } from './dequant/
 export { writeGguf, planGguf, type GgufWriteTensor, type GgufWriteOptions, type GgufMetadataInput, type GgufPlan } from './write.ts';
 export { quantizeBlocks, canQuantize, QUANTIZABLE_TYPES } from './quant/quantize.ts';
 export { dequantizedDescriptor, quantizeDescriptor, type BlockTensor } from './transform.ts';
+export { hfToGgufName, ggufToHfName, isSkippedHfName, permutedHeads } from './llama/names.ts';
+export { permuteQK, qkRowOrder } from './llama/permute.ts';
+export { llamaMetadata, llamaConfigFromGguf, llamaHeads, type LlamaConfig } from './llama/config.ts';
+export { llamaTokenizerMetadata, TOKEN_TYPE } from './llama/tokenizer.ts';
+export { llamaToGguf, llamaFromGguf, type LlamaToGgufOptions, type LlamaToGgufResult, type LlamaFromGgufOptions, type LlamaFromGgufResult } from './llama/convert.ts';

@@ -32,7 +32,8 @@ export function dequantizedDescriptor(t: BlockTensor | GgufTensor, to: CastTarge
     if (type.dtype !== 'F32' && type.dtype !== 'F16' && type.dtype !== 'BF16' && type.dtype !== 'F64') {
       throw new TensorportError('UnsupportedCast', `tensor ${JSON.stringify(t.name)} is ${type.name}, not a float type`, { tensor: t.name });
     }
-    return castDescriptor({ ...t, dtype: type.dtype, shape: t.logicalShape }, to, { strict: true });
+    const plain: TensorDescriptor = { name: t.name, dtype: type.dtype, shape: t.logicalShape, byteLength: t.byteLength, chunks: (c?: number) => t.chunks(c) };
+    return castDescriptor(plain, to, { strict: true });
   }
   if (!canDequantize(type)) {
     throw new TensorportError('GgufUnsupportedType', `tensor ${JSON.stringify(t.name)}: dequantizing ${type.name} is not supported`, { tensor: t.name });
