@@ -1,0 +1,93 @@
+import { TensorportError, type TensorDescriptor } from '@tensorport/core';
+import { describe, expect, it } from 'vitest';
+import {
+  ggufToHfName, hfToGgufName, llamaConfigFromGguf, llamaMetadata, llamaTokenizerMetadata, permuteQK, qkRowOrder, TOKEN_TYPE, type GgufValue, type LlamaConfig,
+} from '../src/index.ts';
+import { bytesOf } from './helpers.ts';
+
+const CONFIG: LlamaConfig = {
+  hidden_size: 64, intermediate_size: 160, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2,
+  max_position_embeddings: 128, rms_norm_eps: 1e-5, rope_parameters: { rope_theta: 500000, rope_type: 'default' }, vocab_size: 96,
+};
+
+describe('names', () => {
+  it('maps every llama tensor kind both ways', () => {
+    const pairs = [
+      ['model.embed_tokens.weight', 'token_embd.weight'], ['model.norm.weight', 'output_norm.weight'], ['lm_head.weight', 'output.weight'],
+      ['model.layers.0.input_layernorm.weight', 'blk.0.attn_norm.weight'], ['model.layers.11.self_attn.q_proj.weight', 'blk.11.attn_q.weight'],
+      ['model.layers.3.self_attn.k_proj.bias', 'blk.3.attn_k.bias'], ['model.layers.3.self_attn.v_proj.weight', 'blk.3.attn_v.weight'],
+      ['model.layers.3.self_attn.o_proj.weight', 'blk.3.attn_output.weight'], ['model.layers.3.post_attention_layernorm.weight', 'blk.3.ffn_norm.weight'],
+      ['model.layers.3.mlp.gate_proj.weight', 'blk.3.ffn_gate.weight'], ['model.layers.3.mlp.up_proj.weight', 'blk.3.ffn_up.weight'],
+      ['model.layers.3.mlp.down_proj.weight', 'blk.3.ffn_down.weight'],
+    ];
+    for (const [hf, g] of pairs) {
+      expect(hfToGgufName(hf!)).toBe(g);
+      expect(ggufToHfName(g!)).toBe(hf);
+    }
+    expect(ggufToHfName('rope_freqs.weight')).toBeNull();
+    expect(hfToGgufName('model.layers.0.self_attn.rotary_emb.inv_freq')).toBeNull();
+  });
+});
+
+describe('q/k permutation', () => {
+  it('pairs rotate-half rows as llama.cpp expects, and inverts', () => {
+    // H = 2, hd = 8: GGUF rows come from HF rows 0,4,1,5,2,6,3,7 within each head.
+    expect(Array.from(qkRowOrder(8, true))).toEqual([0, 4, 1, 5, 2, 6, 3, 7]);
+    const fwd = qkRowOrder(16, true);
+    const inv = qkRowOrder(16, false);
+    for (let r = 0; r < 16; r++) expect(fwd[inv[r]!]).toBe(r);
+  });
+
+  it('streams head by head, whatever the chunking, and refuses rows that do not split into heads', async () => {
+    const rows = 16;
+    const rowBytes = 3;
+    const bytes = new Uint8Array(rows * rowBytes).map((_, i) => Math.floor(i / rowBytes));
+    const desc: TensorDescriptor = { name: 'q', dtype: 'U8', shape: [rows, rowBytes], byteLength: bytes.byteLength, chunks: async function* () { for (let i = 0; i < bytes.length; i += 5) yield bytes.subarray(i, i + 5); } };
+    const p = await bytesOf(permuteQK(desc, 2, rowBytes, true));
+    const order = Array.from({ length: rows }, (_, r) => p[r * rowBytes]);
+    expect(order).toEqual([0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15]);
+    const back = await bytesOf(permuteQK({ ...desc, chunks: async function* () { yield p; } }, 2, rowBytes, false));
+    expect(Array.from(back)).toEqual(Array.from(bytes));
+    expect(() => permuteQK(desc, 3, rowBytes, true)).toThrow(TensorportError);
+  });
+});
+
+describe('metadata', () => {
+  it('writes llama.* keys with the types llama.cpp requires and reads a config back', () => {
+    const kv = new Map<string, GgufValue>(llamaMetadata(CONFIG, { fileType: 1 }));
+    expect([...kv.keys()][0]).toBe('general.architecture');
+    expect(kv.get('llama.block_count')).toEqual({ type: 'UINT32', value: 2 });
+    expect(kv.get('llama.attention.head_count_kv')).toEqual({ type: 'UINT32', value: 2 });
+    expect(kv.get('llama.rope.freq_base')).toEqual({ type: 'FLOAT32', value: 500000 });
+    expect(kv.get('llama.rope.dimension_count')).toEqual({ type: 'UINT32', value: 16 });
+    expect(kv.get('llama.attention.layer_norm_rms_epsilon')?.type).toBe('FLOAT32');
+    const back = llamaConfigFromGguf(kv, { vocabSize: 96, tied: true, dtype: 'float16' });
+    expect(back).toMatchObject({ hidden_size: 64, intermediate_size: 160, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2, max_position_embeddings: 128, rms_norm_eps: 1e-5, rope_theta: 500000, tie_word_embeddings: true });
+    expect(() => llamaConfigFromGguf(new Map([['general.architecture', { type: 'STRING', value: 'qwen2' }]]), { vocabSize: 1, tied: true, dtype: 'float32' })).toThrow(TensorportError);
+  });
+
+  it('builds tokenizer metadata from tokenizer.json: byte-level BPE and byte-fallback BPE', () => {
+    const bpe = {
+      model: { type: 'BPE', vocab: { a: 0, b: 1, ab: 2 }, merges: [['a', 'b']] },
+      added_tokens: [{ id: 3, content: '<|begin_of_text|>', special: true }, { id: 4, content: '<tool>', special: false }],
+    };
+    const kv = new Map(llamaTokenizerMetadata(bpe, { bos_token: '<|begin_of_text|>', chat_template: '{{x}}' }));
+    expect(kv.get('tokenizer.ggml.model')).toEqual({ type: 'STRING', value: 'gpt2' });
+    expect(kv.get('tokenizer.ggml.tokens')).toEqual({ type: 'ARRAY', value: { elementType: 'STRING', values: ['a', 'b', 'ab', '<|begin_of_text|>', '<tool>'] } });
+    expect(kv.get('tokenizer.ggml.merges')).toEqual({ type: 'ARRAY', value: { elementType: 'STRING', values: ['a b'] } });
+    const types = kv.get('tokenizer.ggml.token_type')!;
+    expect(types.type === 'ARRAY' && Array.from(types.value.values as Int32Array)).toEqual([1, 1, 1, TOKEN_TYPE.CONTROL, TOKEN_TYPE.USER_DEFINED]);
+    expect(kv.get('tokenizer.ggml.bos_token_id')).toEqual({ type: 'UINT32', value: 3 });
+    expect(kv.get('tokenizer.chat_template')).toEqual({ type: 'STRING', value: '{{x}}' });
+
+    const spm = { model: { type: 'BPE', byte_fallback: true, unk_token: '<unk>', vocab: { '<unk>': 0, '<s>': 1, '</s>': 2, '<0x0A>': 3, '▁a': 4 } }, added_tokens: [{ id: 1, content: '<s>', special: true }, { id: 2, content: '</s>', special: true }] };
+    const kv2 = new Map(llamaTokenizerMetadata(spm, { add_bos_token: true }));
+    expect(kv2.get('tokenizer.ggml.model')).toEqual({ type: 'STRING', value: 'llama' });
+    const t2 = kv2.get('tokenizer.ggml.token_type')!;
+    expect(t2.type === 'ARRAY' && Array.from(t2.value.values as Int32Array)).toEqual([TOKEN_TYPE.UNKNOWN, 3, 3, TOKEN_TYPE.BYTE, 1]);
+    const scores = kv2.get('tokenizer.ggml.scores')!;
+    expect(scores.type === 'ARRAY' && scores.value.elementType).toBe('FLOAT32');
+    expect(kv2.get('tokenizer.ggml.add_bos_token')).toEqual({ type: 'BOOL', value: true });
+    expect(() => llamaTokenizerMetadata({ model: { type: 'Unigram' } })).toThrow(TensorportError);
+  });
+});
