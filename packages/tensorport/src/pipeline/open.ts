@@ -23,9 +23,13 @@ export interface Opened {
   warnings: Finding[];
 }
 
-/** Detects the input's format and opens it; the checkpoint's warnings (if any) are not copied. */
+/**
+ * Detects the input's format and opens it. The reader's own warnings (a checkpoint's `warnings`,
+ * e.g. torch's non-tensor values left out) follow detection's, so convert and inspect say them.
+ */
 export async function openInput(ctx: Context, options: PipelineOptions = {}): Promise<Opened> {
   const { format, warnings } = await (options.registry ?? defaultRegistry).detect(ctx);
   const checkpoint = await format.open(ctx, options.read?.[format.name]);
-  return { format, checkpoint, warnings };
+  const own = (checkpoint as { warnings?: unknown }).warnings;
+  return { format, checkpoint, warnings: Array.isArray(own) ? [...warnings, ...(own as Finding[])] : warnings };
 }

@@ -30,6 +30,24 @@ export interface TorchCheckpoint extends Checkpoint {
   readonly aliases: Record<string, string>;
   /** Every global the pickle referenced (all allowlisted, or it would not have loaded). */
   readonly globals: string[];
+  /** Non-tensor values left out (epoch, lr, optimizer param groups), by path; the first 1000. */
+  readonly dropped: ReadonlyArray<{ readonly name: string; readonly type: string }>;
+}
+
+// Paths named in the one warning about left-out values; `dropped` has them all (up to 1000).
+const DROPPED_IN_MESSAGE = 20;
+
+/** One warning naming what was left out, so convert and inspect say it and not only validate. */
+function droppedWarning(dropped: ReadonlyArray<{ name: string; type: string }>, unlisted: number): Finding | null {
+  const total = dropped.length + unlisted;
+  if (total === 0) return null;
+  const named = dropped.slice(0, DROPPED_IN_MESSAGE).map((d) => `${d.name || '<root>'} (${d.type})`);
+  const more = total - named.length;
+  return {
+    code: 'TorchValueDropped',
+    message: `${total} non-tensor value${total === 1 ? '' : 's'} left out (only tensors are converted): ${named.join(', ')}${more > 0 ? `, and ${more} more` : ''}`,
+    ...(dropped.length === 1 && unlisted === 0 ? { tensor: dropped[0]!.name } : {}),
+  };
 }
 
 export type ResolveStorage = (ref: StorageRef, tensor: string) => StorageBytes;
@@ -44,8 +62,8 @@ export function assemble(
   const subtree = opts.select === undefined ? root : selectSubtree(root, opts.select);
   const found = findTensors(subtree, opts.maxNesting, opts.skipUnsupported);
   const warnings = [...base.warnings];
-  for (const d of found.dropped) warnings.push({ code: 'TorchValueDropped', message: `${d.name || '<root>'} (${d.type}) is not a tensor; dropped`, tensor: d.name });
-  if (found.droppedUnlisted > 0) warnings.push({ code: 'TorchValueDropped', message: `${found.droppedUnlisted} more non-tensor values dropped` });
+  const leftOut = droppedWarning(found.dropped, found.droppedUnlisted);
+  if (leftOut) warnings.push(leftOut);
   for (const s of found.skipped) warnings.push({ code: 'TorchTensorSkipped', message: `${s.name} is a ${s.what}, which safetensors cannot hold; skipped`, tensor: s.name });
 
   const dtypeOfStorage = new Map<string, string>();
@@ -89,7 +107,7 @@ export function assemble(
   const metadata = new Map<string, string>([['format', 'pt']]);
   // as convert.py: an alias never overwrites an entry already there (a tensor named `format`)
   for (const [removed, kept] of Object.entries(aliases)) if (!metadata.has(removed)) metadata.set(removed, kept);
-  return { format: base.format, metadata, tensors, warnings, aliases, globals: base.globals, close: base.close };
+  return { format: base.format, metadata, tensors, warnings, aliases, globals: base.globals, dropped: found.dropped, close: base.close };
 }
 
 /** Same storage, dtype, offset, shape and strides: the same bytes, so one copy serves all names. */
