@@ -43,6 +43,7 @@ export function renderInspect(r: InspectReport): string {
 
   const quantized = renderQuantization(r.quantization?.map((l) => ({ ...l, layer: esc(l.layer) })));
   if (quantized) lines.push(quantized.trimEnd());
+  if (r.quantizedParameters !== undefined) lines.push(`parameters as mlx-lm counts them (logical weights, no scales/biases): ${formatCount(r.quantizedParameters)}`);
   const totals = Object.entries(r.totals.byDtype).map(([dtype, d]) => [dtype, String(d.tensors), formatCount(d.parameters), formatBytes(d.bytes)]);
   totals.push(['total', String(r.totals.tensors), formatCount(r.totals.parameters), formatBytes(r.totals.bytes)]);
   lines.push('', table([['dtype', 'tensors', 'parameters', 'size'], ...totals], new Set([1, 2, 3])));

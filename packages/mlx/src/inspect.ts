@@ -1,7 +1,7 @@
 /** What `inspect` shows of MLX quantization, over any Context (a model directory or dropped files). */
 import { TensorportError, toFinding, type Checkpoint, type Context, type Finding } from '@tensorport/core';
 import { findQuantizedLayers, type QuantizedLayer } from './layers.ts';
-import { MLX_CONFIG_FILE } from './model.ts';
+import { MLX_CONFIG_FILE, totalParameters } from './model.ts';
 import { rememberConfigText, type QuantMode } from './config.ts';
 
 /** config.json files are a few KiB; anything past this is refused unread. */
@@ -39,13 +39,17 @@ export async function readConfig(ctx: Context): Promise<Record<string, unknown> 
 
 /**
  * Quantized layers of an opened checkpoint, settled by the config.json beside it when there is
- * one. A checkpoint whose quantization cannot be settled is still inspected: the reason becomes a
- * warning and the list is left out.
+ * one, and the parameter count as mlx-lm states it (`total_parameters`: logical weights, scales
+ * and biases not counted). A checkpoint whose quantization cannot be settled is still inspected:
+ * the reason becomes a warning and both are left out.
  */
-export async function inspectQuantization(ctx: Context, checkpoint: Pick<Checkpoint, 'tensors' | 'metadata'>): Promise<{ quantization?: MlxLayerInfo[]; warnings: Finding[] }> {
+export async function inspectQuantization(
+  ctx: Context,
+  checkpoint: Pick<Checkpoint, 'tensors' | 'metadata'>,
+): Promise<{ quantization?: MlxLayerInfo[]; parameters?: number; warnings: Finding[] }> {
   try {
     const layers = findQuantizedLayers(checkpoint, { config: await readConfig(ctx) });
-    return layers.length > 0 ? { quantization: layerInfo(layers), warnings: [] } : { warnings: [] };
+    return layers.length > 0 ? { quantization: layerInfo(layers), parameters: totalParameters(checkpoint.tensors, layers), warnings: [] } : { warnings: [] };
   } catch (e) {
     if (!(e instanceof TensorportError)) throw e;
     return { warnings: [toFinding(e)] };

@@ -37,14 +37,21 @@ export function planMlxShards(tensors: readonly TensorDescriptor[], maxShardByte
   return groups.map((g, i) => ({ ...g, fileName: groups.length === 1 ? 'model.safetensors' : shardFileName(i, groups.length) }));
 }
 
-/** mlx-lm's get_total_parameters over a flat checkpoint. */
+/**
+ * mlx-lm's get_total_parameters over a flat checkpoint: a quantized layer counts its packed
+ * weight's elements × 32 / bits (the logical weights) plus its own bias, never its scales or
+ * biases; every other tensor its elements. A layer counts as quantized only while its U32 weight
+ * and scales are among `tensors` (a dequantized result lists the layers it undid).
+ */
 export function totalParameters(tensors: readonly TensorInfo[], layers: readonly QuantizedLayer[]): number {
-  const quantized = new Map(layers.map((l) => [l.weight, l]));
-  const side = new Set(layers.flatMap((l) => (l.biases ? [l.scales, l.biases] : [l.scales])));
+  const names = new Set(tensors.map((t) => t.name));
+  const live = layers.filter((l) => names.has(l.scales));
+  const quantized = new Map(live.map((l) => [l.weight, l]));
+  const side = new Set(live.flatMap((l) => (l.biases ? [l.scales, l.biases] : [l.scales])));
   let n = 0;
   for (const t of tensors) {
     if (side.has(t.name)) continue;
-    const layer = quantized.get(t.name);
+    const layer = t.dtype === 'U32' ? quantized.get(t.name) : undefined;
     n += layer ? Math.floor((elementCount(t.shape) * 32) / layer.bits) : elementCount(t.shape);
   }
   return n;

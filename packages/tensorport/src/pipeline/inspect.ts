@@ -30,6 +30,12 @@ export interface InspectReport {
   warnings: Finding[];
   /** MLX-quantized layers (config.json beside the input settles bits/group size); absent when none. */
   quantization?: MlxLayerInfo[];
+  /**
+   * With quantized layers: the parameter count as mlx-lm states it (its index's `total_parameters`:
+   * packed words × 32 / bits, scales and biases not counted). `totals.parameters` counts stored
+   * elements, as the Hub's safetensors metadata does.
+   */
+  quantizedParameters?: number;
 }
 
 /** Reads a checkpoint's layout (headers only, no tensor data) into the `inspect --json` shape. */
@@ -73,6 +79,7 @@ export async function inspect(ctx: Context, options: PipelineOptions = {}): Prom
       totals: { ...totals, byDtype },
       warnings,
       ...(mlx.quantization ? { quantization: mlx.quantization } : {}),
+      ...(mlx.parameters === undefined ? {} : { quantizedParameters: mlx.parameters }),
     };
   } finally {
     await checkpoint.close();
