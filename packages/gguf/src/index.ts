@@ -14,3 +14,4 @@ export { permuteQK, qkRowOrder } from './llama/permute.ts';
 export { llamaMetadata, llamaConfigFromGguf, llamaHeads, type LlamaConfig } from './llama/config.ts';
 export { llamaTokenizerMetadata, TOKEN_TYPE } from './llama/tokenizer.ts';
 export { llamaToGguf, llamaFromGguf, type LlamaToGgufOptions, type LlamaToGgufResult, type LlamaFromGgufOptions, type LlamaFromGgufResult } from './llama/convert.ts';
+export { mlxAffineToGguf, type MlxAffineWeight, type MlxToGgufOptions, type MlxToGgufReport } from './mlx.ts';
