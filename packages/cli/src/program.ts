@@ -85,7 +85,7 @@ Examples:
   $ tensorport inspect ./checkpoint-dir/ --json | jq '.totals'`,
     )
     .action(async (path: string, opts: { json?: boolean; void1?: string; select?: string }) => {
-      const report = await inspect(path, readOptions(opts));
+      const report = await inspect(path, { read: readOptions(opts) });
       out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderInspect(report));
     });
 
@@ -106,7 +106,7 @@ Examples:
   $ tensorport validate ./checkpoint-dir/ --json`,
     )
     .action(async (path: string, opts: { json?: boolean; void1?: string; select?: string }) => {
-      const report = await validate(path, readOptions(opts));
+      const report = await validate(path, { read: readOptions(opts) });
       if (opts.json) {
         out(`${JSON.stringify(report, null, 2)}\n`);
       } else {
@@ -176,7 +176,6 @@ Examples:
           fsync: opts.fsync,
           ...(opts.compress ? { compress: true } : {}),
           read: readOptions(opts),
-          ...(opts.to ? { to: opts.to } : {}),
           verify: opts.verify === true,
           onProgress: (done, total) => {
             if (!bar) return;

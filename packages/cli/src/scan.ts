@@ -1,44 +1,14 @@
 import type { Command } from 'commander';
-import { allowedGlobals, type ScanReport } from '@tensorport/torch-zip';
-import type { Finding } from '@tensorport/core';
-import { scanFile } from './formats/torch.ts';
-import { probe } from './probe.ts';
+import { scanPath, type ScanResult } from 'tensorport/node';
 import { describeFinding, escapeTerminal } from './report.ts';
 
-export interface ScanResult {
-  path: string;
-  safe: boolean;
-  /** What was scanned: 'torch-zip' (any ZIP: .pt, .npz), 'torch-legacy', or 'pickle' (bare pickle, .npy). */
-  format: ScanReport['format'];
-  /** Every global the pickles reference, `module.name`, in order of first appearance. */
-  globals: string[];
-  /** Each global with its verdict: allowed (on the allowlist torch's weights_only loader uses) or not. */
-  verdicts: Array<{ global: string; allowed: boolean }>;
-  findings: Finding[];
-  /** How often each opcode ran. */
-  opcodes: Record<string, number>;
-  pickles: number;
-}
+export type { ScanResult };
 
 /**
  * Scans the pickles in a file by interpreting them without executing anything: a ZIP's pickle
  * members (torch archives, npz object arrays), a legacy torch stream, a bare .pkl, an object .npy.
  */
-export async function scan(path: string): Promise<ScanResult> {
-  await probe(path); // a readable message for a missing path or a directory
-  const r = await scanFile(path);
-  const allowed = new Set(allowedGlobals());
-  return {
-    path,
-    safe: r.safe,
-    format: r.format,
-    globals: r.globals,
-    verdicts: r.globals.map((g) => ({ global: g, allowed: allowed.has(g) })),
-    findings: r.findings.map((f) => (f.path === undefined ? { ...f, path } : f)),
-    opcodes: r.opcodes,
-    pickles: r.pickles,
-  };
-}
+export const scan = scanPath;
 
 /** Opcodes that import or call something, or could grow memory: listed with their counts. */
 const RISKY_OPCODES = ['GLOBAL', 'STACK_GLOBAL', 'INST', 'OBJ', 'REDUCE', 'BUILD', 'NEWOBJ', 'NEWOBJ_EX', 'EXT1', 'EXT2', 'EXT4', 'PERSID', 'BINPERSID'];

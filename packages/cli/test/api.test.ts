@@ -1,8 +1,9 @@
-import { copyFile, readFile, truncate, stat } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TensorportError } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
-import { FORMATS, convert, inspect, main, validate, type FormatHandler } from '../src/index.ts';
+import { FORMATS, convert, createRegistry, inspect, main, validate, type AnyFormat } from '../src/index.ts';
+import { pathContext } from 'tensorport/node';
 import { FIXTURES, listDir, manifest, tempDir } from './helpers.ts';
 
 const transformer = join(FIXTURES, 'transformer_shard.safetensors');
@@ -42,22 +43,20 @@ describe('convert() verifies what it wrote', () => {
     const dir = await tempDir();
     const safetensors = FORMATS[0]!;
     // A writer whose output always fails its validator (e.g. a writer bug): convert must not leave it.
-    const broken: FormatHandler = {
+    const broken: AnyFormat = {
       ...safetensors,
       name: 'broken-for-test',
-      validate: async (path) => ({ valid: false, errors: [{ code: 'InvalidOffset', message: 'planted', path, tensor: 'x', offset: 8 }], warnings: [], files: [path] }),
+      validate: async (ctx) => ({ valid: false, errors: [{ code: 'InvalidOffset', message: 'planted', path: ctx.name, tensor: 'x', offset: 8 }], warnings: [], files: [ctx.name] }),
     };
-    (FORMATS as FormatHandler[]).push(broken);
-    try {
-      await expect(convert({ input: transformer, output: `${dir}/`, to: 'broken-for-test', maxShardSize: 10_000 })).rejects.toMatchObject({
-        code: 'InvalidOffset',
-        tensor: 'x',
-        message: expect.stringContaining('failed validation: planted'),
-      });
-      await expect(convert({ input: transformer, output: join(dir, 'one.safetensors'), to: 'broken-for-test' })).rejects.toMatchObject({ code: 'InvalidOffset' });
-    } finally {
-      (FORMATS as FormatHandler[]).pop();
-    }
+    // Tests inject their own registry instead of changing the default one.
+    const registry = createRegistry([...FORMATS, broken]);
+    await expect(convert({ input: transformer, output: `${dir}/`, to: 'broken-for-test', maxShardSize: 10_000, registry })).rejects.toMatchObject({
+      code: 'InvalidOffset',
+      tensor: 'x',
+      message: expect.stringContaining('failed validation: planted'),
+    });
+    await expect(convert({ input: transformer, output: join(dir, 'one.safetensors'), to: 'broken-for-test', registry })).rejects.toMatchObject({ code: 'InvalidOffset' });
+    expect(FORMATS.map((f) => f.name)).not.toContain('broken-for-test');
     expect(await listDir(dir)).toEqual([]);
   });
 });
@@ -87,15 +86,30 @@ describe('main() with a TTY-like stderr', () => {
 });
 
 describe('format registry', () => {
-  it('has one entry per format, each with detect and open', async () => {
+  it('has one entry per format, each with sniff and open over a context', async () => {
     expect(FORMATS.map((f) => f.name)).toEqual(['safetensors', 'torch', 'npz', 'npy']);
     const st = FORMATS[0]!;
-    expect(st.detect({ path: 'a.bin', isDirectory: false, content: 'safetensors', entries: [] })).toBe(true);
-    expect(st.detect({ path: 'a.safetensors', isDirectory: false, content: 'zip', entries: [] })).toBe(false);
-    expect(st.detect({ path: 'd', isDirectory: true, content: null, entries: ['config.json', 'model.safetensors.index.json'] })).toBe(true);
-    expect(st.detect({ path: 'd', isDirectory: true, content: null, entries: ['pytorch_model.bin'] })).toBe(false);
-    const cp = await st.open(transformer);
+    const sniff = async (path: string) => {
+      const ctx = await pathContext(path);
+      try {
+        return await st.sniff(ctx);
+      } finally {
+        await ctx.close();
+      }
+    };
+    // Content decides, not the name: a .bin holding safetensors is safetensors, an .npz is not.
+    const dir = await tempDir();
+    await copyFile(transformer, join(dir, 'a.bin'));
+    expect(await sniff(join(dir, 'a.bin'))).toBe(true);
+    expect(await sniff(join(FIXTURES, '../npz/npz/savez.npz'))).toBe(false);
+    expect(await sniff(join(FIXTURES, 'sharded'))).toBe(true);
+    await mkdir(join(dir, 'torchdir'));
+    await writeFile(join(dir, 'torchdir', 'pytorch_model.bin'), 'x');
+    expect(await sniff(join(dir, 'torchdir'))).toBe(false);
+    const ctx = await pathContext(transformer);
+    const cp = await st.open(ctx);
     expect(cp.tensors.map((t) => t.name).sort()).toEqual(JSON.parse(await readFile(`${transformer}.manifest.json`, 'utf8')).tensors.map((t: { name: string }) => t.name).sort());
     await cp.close();
+    await ctx.close();
   });
 });

@@ -18,6 +18,8 @@ export interface Registry {
   byName(name: string): AnyFormat | undefined;
   /** The format of an input by content (first sniffer that says yes); UnknownFormat/UnsupportedFormat otherwise. */
   detect(ctx: Context): Promise<Detected>;
+  /** The first format whose sniffer recognises the input, without the extension fallback; never throws for unknown content. */
+  sniff(ctx: Context): Promise<AnyFormat | undefined>;
 }
 
 export function createRegistry(formats: readonly AnyFormat[]): Registry {
@@ -26,20 +28,20 @@ export function createRegistry(formats: readonly AnyFormat[]): Registry {
     formats: list,
     byName: (name) => list.find((f) => f.name === name),
     detect: (ctx) => detect(list, ctx),
+    sniff: (ctx) => sniff(list, ctx),
   };
 }
 
 /** Kinds of core's identify that mean "no content tensorport recognises": the extension may then decide. */
 const UNRECOGNISED = new Set(['unknown', 'empty']);
 
+async function sniff(formats: readonly AnyFormat[], ctx: Context): Promise<AnyFormat | undefined> {
+  for (const f of formats) if (await f.sniff(ctx)) return f;
+  return undefined;
+}
+
 async function detect(formats: readonly AnyFormat[], ctx: Context): Promise<Detected> {
-  let format: AnyFormat | undefined;
-  for (const f of formats) {
-    if (await f.sniff(ctx)) {
-      format = f;
-      break;
-    }
-  }
+  let format = await sniff(formats, ctx);
   if (ctx.entry === null) {
     if (format) return { format, warnings: [] };
     throw new TensorportError('UnknownFormat', `${ctx.name} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json, one *.safetensors file, pytorch_model.bin.index.json or pytorch_model.bin)`, { path: ctx.name });

@@ -1,41 +1,13 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import { diffCheckpoints, type Checkpoint, type DiffResult, type Finding, type TensorChange } from '@tensorport/core';
-import { detectInput } from '../probe.ts';
+import type { DiffOptions, TensorChange } from '@tensorport/core';
+import type { DiffReport } from 'tensorport';
+import { diffPaths } from 'tensorport/node';
 import { describeFinding, escapeTerminal } from '../report.ts';
 import { formatBytes } from '../size.ts';
 import { progress, type CommandIO } from './mlx-common.ts';
 
-export interface DiffPathsOptions {
-  atol?: number;
-  rtol?: number;
-  namesOnly?: boolean;
-  onProgress?: (done: number, total: number) => void;
-}
-
-export interface DiffPathsResult extends DiffResult {
-  a: string;
-  b: string;
-  formats: [string, string];
-  warnings: Finding[];
-}
-
-/** Opens two paths in any format the registry reads and diffs them. */
-export async function diffPaths(a: string, b: string, options: DiffPathsOptions = {}): Promise<DiffPathsResult> {
-  const da = await detectInput(a);
-  const db = await detectInput(b);
-  const ca: Checkpoint = await da.format.open(a);
-  try {
-    const cb: Checkpoint = await db.format.open(b);
-    try {
-      const r = await diffCheckpoints(ca, cb, options);
-      return { a, b, formats: [ca.format, cb.format], warnings: [...da.warnings, ...db.warnings], ...r };
-    } finally {
-      await cb.close();
-    }
-  } finally {
-    await ca.close();
-  }
-}
+export type DiffPathsOptions = DiffOptions;
+export type DiffPathsResult = DiffReport;
 
 function parseTolerance(value: string): number {
   const n = Number(value);

@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { stat } from 'node:fs/promises';
 import { TensorportError, identify, type Finding, type Identification } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
-import { detectFormat } from '../formats/registry.ts';
-import { probe } from '../probe.ts';
+import { defaultRegistry } from 'tensorport';
+import { withPath } from '../probe.ts';
 import { describeError, describeFinding, escapeTerminal } from '../report.ts';
 
 export interface IdentifyReport {
@@ -22,11 +22,13 @@ export interface IdentifyReport {
 export async function identifyPath(path: string): Promise<IdentifyReport> {
   const info = await stat(path).catch(() => null);
   if (info?.isDirectory()) {
-    const p = await probe(path);
-    const format = detectFormat(p);
-    return format
-      ? { path, kind: 'directory', what: `a ${format.name} checkpoint directory`, can: 'convert, inspect, validate', details: { entries: p.entries.length }, warnings: [] }
-      : { path, kind: 'directory', what: 'a directory without a checkpoint tensorport can read', can: 'not supported', details: { entries: p.entries.length }, warnings: [] };
+    return withPath(path, async (ctx) => {
+      const format = await defaultRegistry.sniff(ctx);
+      const entries = (await ctx.folder.list()).length;
+      return format
+        ? { path, kind: 'directory', what: `a ${format.name} checkpoint directory`, can: 'convert, inspect, validate', details: { entries }, warnings: [] }
+        : { path, kind: 'directory', what: 'a directory without a checkpoint tensorport can read', can: 'not supported', details: { entries }, warnings: [] };
+    });
   }
   let source: FileSource;
   try {

@@ -4,13 +4,12 @@
  * config.json when there is one beside it.
  */
 import { readdir, stat } from 'node:fs/promises';
-import { extname, join, resolve } from 'node:path';
-import { TensorportError, type Checkpoint, type Finding } from '@tensorport/core';
-import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
-import { readModelConfig } from '@tensorport/mlx/node';
-import { openNpz } from '@tensorport/npz';
-import { detectFormat } from '../formats/registry.ts';
-import { detectInput, probe } from '../probe.ts';
+import { resolve } from 'node:path';
+import { detectFormat, extensionOf, FolderContext, TensorportError, type Checkpoint, type Context, type Finding } from '@tensorport/core';
+import { readConfig } from '@tensorport/mlx';
+import { npzFormat } from '@tensorport/npz';
+import { defaultRegistry } from 'tensorport';
+import { pathContext } from '../probe.ts';
 
 export interface MlxInput {
   checkpoint: Checkpoint;
@@ -23,44 +22,51 @@ export interface MlxInput {
 }
 
 export async function openMlxInput(path: string): Promise<MlxInput> {
-  const p = await probe(path);
-  const modelDir = p.isDirectory ? resolve(path) : null;
-  const warnings: Finding[] = [];
-  let checkpoint: Checkpoint;
-  const handler = await detectFormat(p);
-  if (handler) {
-    checkpoint = await handler.open(path);
-  } else if (!p.isDirectory && p.content === 'zip' && extname(path).toLowerCase() === '.npz') {
-    checkpoint = await openNpzFile(path);
-  } else if (p.isDirectory && p.entries.filter((e) => e.endsWith('.npz')).length === 1) {
-    // mlx examples save `weights.npz` beside config.json.
-    checkpoint = await openNpzFile(join(path, p.entries.find((e) => e.endsWith('.npz'))!));
-  } else {
-    // The registry's own message for what it cannot read.
-    const { format } = await detectInput(path);
-    checkpoint = await format.open(path);
-  }
-  // NpyV2AsBF16 is how MLX stores every BF16 array: expected here, not worth a warning each.
-  if ('warnings' in checkpoint && Array.isArray(checkpoint.warnings)) warnings.push(...(checkpoint.warnings as Finding[]).filter((w) => w.code !== 'NpyV2AsBF16'));
+  const ctx = await pathContext(path);
+  let checkpoint: Checkpoint | null = null;
   try {
-    const config = await readModelConfig(path);
+    checkpoint = await openIn(ctx);
+    const warnings: Finding[] = [];
+    // NpyV2AsBF16 is how MLX stores every BF16 array: expected here, not worth a warning each.
+    if ('warnings' in checkpoint && Array.isArray(checkpoint.warnings)) warnings.push(...(checkpoint.warnings as Finding[]).filter((w) => w.code !== 'NpyV2AsBF16'));
+    const config = await readConfig(ctx);
     const files = new Set([resolve(path)]);
     for (const t of checkpoint.tensors) if (t.range) files.add(resolve(t.range.source.name));
-    return { checkpoint, config, modelDir, files: [...files], warnings };
+    const inner = checkpoint;
+    const closing: Checkpoint = Object.assign(Object.create(inner) as Checkpoint, {
+      close: async () => {
+        await inner.close();
+        await ctx.close();
+      },
+    });
+    return { checkpoint: closing, config, modelDir: ctx.entry === null ? resolve(path) : null, files: [...files], warnings };
   } catch (e) {
-    await checkpoint.close();
+    await checkpoint?.close();
+    await ctx.close();
     throw e;
   }
 }
 
-async function openNpzFile(path: string): Promise<Checkpoint> {
-  const source = await FileSource.open(path);
-  try {
-    return await openNpz(source, { codec: nodeZlibCodec });
-  } catch (e) {
-    await source.close();
-    throw e;
+/** The registry's formats; besides them an MLX `.npz` whatever its members, or the one `weights.npz` of a model directory. */
+async function openIn(ctx: Context): Promise<Checkpoint> {
+  const format = await defaultRegistry.sniff(ctx);
+  if (format) return format.open(ctx);
+  if (ctx.entry !== null && extensionOf(ctx.entry) === '.npz' && detectFormat(await ctx.head(), await ctx.size()) === 'zip') return npzFormat.open(ctx);
+  if (ctx.entry === null) {
+    const npz = (await ctx.folder.list()).filter((e) => e.endsWith('.npz'));
+    // mlx examples save `weights.npz` beside config.json.
+    if (npz.length === 1) {
+      const sub = new FolderContext(ctx.folder, npz[0]!, ctx.codec ? { codec: ctx.codec } : {});
+      const inner = await npzFormat.open(sub).catch(async (e: unknown) => {
+        await sub.close();
+        throw e;
+      });
+      return Object.assign(Object.create(inner) as Checkpoint, { close: () => inner.close().finally(() => sub.close()) });
+    }
   }
+  // The registry's own message for what it cannot read.
+  const { format: detected } = await defaultRegistry.detect(ctx);
+  return detected.open(ctx);
 }
 
 /** True when `path` is an existing directory. */

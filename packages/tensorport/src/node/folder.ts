@@ -1,7 +1,9 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { FolderContext, TensorportError, type ByteSource, type Context, type Folder } from '@tensorport/core';
+import { FolderContext, TensorportError, type ByteSource, type Checkpoint, type Context, type Finding, type Folder } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
+import { openInput, type PipelineOptions } from '../pipeline/open.ts';
+import type { AnyFormat } from '../registry.ts';
 
 /** A directory on disk. `typed` keeps the input file's name as the user spelled it (messages, source names). */
 export class NodeFolder implements Folder {
@@ -54,5 +56,31 @@ export async function withPath<T>(path: string, body: (ctx: Context) => Promise<
     return await body(ctx);
   } finally {
     await ctx.close();
+  }
+}
+
+export interface OpenedPath {
+  format: AnyFormat;
+  /** Closing it also closes the context it was read through. */
+  checkpoint: Checkpoint;
+  /** ExtensionMismatch and the like, from detection. */
+  warnings: Finding[];
+  ctx: Context;
+}
+
+/** Detects and opens a path; the returned checkpoint's `close()` closes everything. */
+export async function openPath(path: string, options: PipelineOptions = {}): Promise<OpenedPath> {
+  const ctx = await pathContext(path);
+  try {
+    const { format, checkpoint, warnings } = await openInput(ctx, options);
+    const close = async () => {
+      await checkpoint.close();
+      await ctx.close();
+    };
+    // The checkpoint's own fields (warnings, aliases…) stay visible through the prototype.
+    return { format, warnings, ctx, checkpoint: Object.assign(Object.create(checkpoint) as Checkpoint, { close }) };
+  } catch (e) {
+    await ctx.close();
+    throw e;
   }
 }

@@ -1,0 +1,54 @@
+/** Option parsers shared by the commands: every flag means the same thing wherever it appears. */
+import { InvalidArgumentError } from 'commander';
+import { isDType, TensorportError, type CastTarget, type DType } from '@tensorport/core';
+import type { ReadOptions } from 'tensorport';
+import { isBitsUnit, parseSize } from './size.ts';
+
+const DTYPE_CHOICES = ['f16', 'bf16', 'f32'];
+
+export function parseDtype(value: string): CastTarget {
+  const v = value.toLowerCase();
+  if (!DTYPE_CHOICES.includes(v)) throw new InvalidArgumentError(`expected one of ${DTYPE_CHOICES.join(', ')}`);
+  return v.toUpperCase() as CastTarget;
+}
+
+export function parseSizeOption(value: string): number {
+  const n = parseSize(value);
+  if (n === null && isBitsUnit(value.trim().replace(/^[\d.\s]+/, ''))) {
+    throw new InvalidArgumentError(`a lowercase 'b' means bits in transformers; write ${value.trim().toUpperCase()} for bytes (or GiB/MiB for powers of 2)`);
+  }
+  if (n === null || n <= 0) throw new InvalidArgumentError('expected a size such as 5GB, 5GiB, 500MB or a byte count');
+  return n;
+}
+
+export function parsePort(value: string): number {
+  const n = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 0 && n <= 65535)) throw new InvalidArgumentError('expected a port number from 0 to 65535');
+  return n;
+}
+
+/** The reader flags of inspect, validate, convert and diff. */
+export interface ReadFlags {
+  void1?: string;
+  select?: string;
+  keepAliases?: boolean;
+  name?: string;
+}
+
+/** `--void1`: the one-byte dtype a `<V1` array holds (ml_dtypes writes float8 that way). */
+function void1Of(v: string | undefined): { void1?: DType } {
+  if (v === undefined) return {};
+  const d = v.toUpperCase();
+  if (!isDType(d)) throw new TensorportError('InvalidOption', `--void1 ${v}: not a dtype (e.g. F8_E4M3, F8_E5M2, U8)`);
+  return { void1: d };
+}
+
+/** The flags as each format's own reader options. */
+export function readOptions(flags: ReadFlags): ReadOptions {
+  const void1 = void1Of(flags.void1);
+  return {
+    npz: void1,
+    npy: { ...void1, ...(flags.name === undefined ? {} : { name: flags.name }) },
+    torch: { ...(flags.select === undefined ? {} : { select: flags.select }), ...(flags.keepAliases ? { keepAliases: true } : {}) },
+  };
+}
