@@ -1,17 +1,30 @@
-import { BytesSource, openZip, TensorportError, type ByteSource, type DeflateCodec, type Finding } from '@tensorport/core';
+import { BytesSource, identify, openZip, SliceSource, TensorportError, type ByteSource, type DeflateCodec, type Finding, type ZipArchive, type ZipEntry } from '@tensorport/core';
 import { runPickle, type RunResult } from './pickle/interpreter.ts';
 import type { PickleLimits } from './pickle/limits.ts';
 import { DEFAULT_MAX_PICKLE_BYTES, runPickleAt } from './pickle/stream.ts';
+import { isContainer, type PyValue } from './pickle/values.ts';
+import { npyPickleOffset } from './scan-npy.ts';
+import { dtypeInfo } from './torch/dtypes.ts';
 import { LEGACY_MAGIC } from './torch/legacy-format.ts';
 import { StorageTable } from './torch/persistent.ts';
+import { isTarHeader, tarMembers } from './torch/tar.ts';
+import { torchLayout } from './torch/zip-names.ts';
 
 /**
  * What a pickle would make Python import and call, found by interpreting it (not by pattern
  * matching), so memo tricks, STACK_GLOBAL indirection and junk after STOP cannot hide a name.
- * `safe` means: only allowlisted globals, and well-formed within the limits.
+ * `safe` means: nothing to refuse (only allowlisted globals, well-formed within the limits).
  */
 export interface ScanReport {
   safe: boolean;
+  /**
+   * `safe`: pickles found, only allowlisted globals, no findings. `unsafe`: any finding.
+   * `no-pickle`: nothing a pickle loader would import or call (safetensors, GGUF, ONNX, HDF5, a
+   * numeric npz or .npy, an empty file): `safe` is true, `pickles` is 0. `not-a-pickle`: bytes of no
+   * format tensorport knows that do not parse as a pickle either (random bytes, a PNG): nothing
+   * to vouch for, so `safe` is false, with the parse failure as the one finding.
+   */
+  verdict: 'safe' | 'unsafe' | 'no-pickle' | 'not-a-pickle';
   format: 'pickle' | 'torch-legacy' | 'torch-zip';
   /** Every global referenced, `module.name`, in order of first appearance. */
   globals: string[];
@@ -32,12 +45,16 @@ export interface ScanOptions {
 
 /** Findings listed per report; a pickle naming a million distinct globals gets a count beyond it. */
 const MAX_FINDINGS = 1000;
+/** Containers inside containers scanned (a ZIP appended to a legacy stream): deeper is a finding. */
+const MAX_DEPTH = 3;
 
 class Report {
   readonly globals = new Set<string>();
   readonly findings: Finding[] = [];
   readonly opcodes: Record<string, number> = Object.create(null) as Record<string, number>;
   pickles = 0;
+  /** The file is neither a pickle nor a format we know; its findings are the parse failure. */
+  unrecognised = false;
   private unlisted = 0;
 
   add(r: RunResult): void {
@@ -50,13 +67,14 @@ class Report {
     if (!(e instanceof TensorportError)) throw e;
     this.finding(e.toJSON() as unknown as Finding);
   }
-  private finding(f: Finding): void {
+  finding(f: Finding): void {
     if (this.findings.length < MAX_FINDINGS) this.findings.push(f);
     else this.unlisted++;
   }
   done(format: ScanReport['format']): ScanReport {
     const findings = this.unlisted > 0 ? [...this.findings, { code: 'PickleLimitExceeded', message: `${this.unlisted} more findings not listed` }] : this.findings;
-    return { safe: findings.length === 0, format, globals: [...this.globals], findings, opcodes: this.opcodes, pickles: this.pickles };
+    const verdict = this.unrecognised ? 'not-a-pickle' : findings.length > 0 ? 'unsafe' : this.pickles > 0 ? 'safe' : 'no-pickle';
+    return { safe: findings.length === 0, verdict, format, globals: [...this.globals], findings, opcodes: this.opcodes, pickles: this.pickles };
   }
 }
 
@@ -88,6 +106,23 @@ function optional(opts: ScanOptions): { limits?: Partial<PickleLimits>; path?: s
 const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04];
 const NPY_MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59];
 const PROTO = 0x80;
+/** Formats `identify` names that hold no pickle (ZIPs and .npy are scanned member by member instead). */
+const NOT_PICKLES = new Set(['safetensors', 'safetensors-index', 'torch-index', 'mlx-quantized', 'gguf', 'hdf5', 'onnx', 'json', 'empty']);
+/** GLOBAL, INST, STACK_GLOBAL, EXT1/2/4: an opcode that imports, even when its arguments are bad. */
+const IMPORTING = new Set([0x63, 0x69, 0x93, 0x82, 0x83, 0x84]);
+
+/**
+ * Whether bytes that are not declared a pickle (by name or a PROTO opcode) are one for this
+ * purpose: CPython's unpickler imports nothing before the first GLOBAL-like opcode, so a run that
+ * fails before one (safetensors, GGUF, HDF5, random bytes) holds no pickle. A run counts when it
+ * reached STOP, referenced a global, failed on an importing opcode, or hit a limit (beyond which
+ * we cannot see, and CPython can).
+ */
+function isPickle(r: RunResult, opcodeAtFailure: number | undefined): boolean {
+  if (r.value !== undefined || r.globals.length > 0) return true;
+  if (r.findings.some((f) => f.code === 'PickleLimitExceeded')) return true;
+  return opcodeAtFailure !== undefined && IMPORTING.has(opcodeAtFailure);
+}
 
 export interface CheckpointScanOptions extends ScanOptions {
   /** Lets the scan read deflated ZIP members. */
@@ -95,88 +130,181 @@ export interface CheckpointScanOptions extends ScanOptions {
 }
 
 /**
- * Scans a checkpoint: the pickles of every ZIP member that is one (named `*.pkl`, or starting
- * with a PROTO opcode whatever its name, or an object-dtype `.npy`), the five pickles of a legacy
- * torch file (the storage bytes after them are data), a `.npy` file's pickle if it has one, or a
- * bare pickle stream. Never executes anything; a structural error becomes a finding.
+ * Scans a checkpoint the way its loaders read it, never executing anything: every ZIP member that
+ * is a pickle or an object `.npy` (torch archives, npz; TorchScript markers and names that differ
+ * only in case are findings), a tar torch would read first, the five pickles of a legacy torch
+ * file and what follows its storages, a `.npy`'s pickle if its dtype holds objects, or a bare
+ * pickle stream. A structural error becomes a finding; a file with no pickle has verdict `no-pickle`.
  */
 export async function scanCheckpoint(input: ByteSource | Uint8Array, opts: CheckpointScanOptions = {}): Promise<ScanReport> {
   const source = input instanceof Uint8Array ? new BytesSource(input, opts.path) : input;
-  const head = await source.read(0, Math.min(source.size, 6));
   const report = new Report();
+  const format = await scanSource(source, report, opts, 0);
+  return report.done(format);
+}
+
+async function scanSource(source: ByteSource, report: Report, opts: CheckpointScanOptions, depth: number): Promise<ScanReport['format']> {
+  const head = await source.read(0, Math.min(source.size, 512));
+  const zip = startsWith(head, ZIP_MAGIC);
   try {
-    if (startsWith(head, ZIP_MAGIC)) {
+    if (zip) {
       await scanZip(source, report, opts);
-      return report.done('torch-zip');
+      return 'torch-zip';
     }
     if (startsWith(head, NPY_MAGIC)) {
+      const name = opts.path ?? source.name;
       const bytes = await readAll(source, opts);
-      const at = npyPickleOffset(bytes);
-      if (at !== null) scanStream(bytes, at, report, { ...opts, path: opts.path ?? source.name });
-      return report.done('pickle');
+      const at = npyPickleOffset(bytes, name);
+      if (at !== null) scanStream(bytes, at, report, { ...opts, path: name });
+      return 'pickle';
     }
-    return report.done((await scanPickleStream(source, report, opts)) ? 'torch-legacy' : 'pickle');
+    if (isTarHeader(head)) await scanTar(source, report, opts);
+    return (await scanPickleStream(source, report, opts, depth)) ? 'torch-legacy' : 'pickle';
   } catch (e) {
     report.fail(e);
-    return report.done(startsWith(head, ZIP_MAGIC) ? 'torch-zip' : 'pickle');
+    return zip ? 'torch-zip' : 'pickle';
   }
 }
 
-/** Pickles back to back from offset 0; after a legacy magic number, only the five torch writes. */
-async function scanPickleStream(source: ByteSource, report: Report, opts: ScanOptions): Promise<boolean> {
+/**
+ * torch.load reads any non-ZIP file whose first block is a tar header with its tar loader, which
+ * unpickles the `storages`, `tensors` and `pickle` members: a finding, and their first pickles
+ * are scanned so the report names what they import.
+ */
+async function scanTar(source: ByteSource, report: Report, opts: ScanOptions): Promise<void> {
+  const name = opts.path ?? source.name;
+  report.finding({ code: 'TorchUnsupportedArchive', message: `${name}: its first 512 bytes are a tar header, so torch.load reads it with the pre-0.4 tar loader (which unpickles the tar's members), not as what follows`, offset: 0, path: name });
+  const image = await source.read(0, Math.min(source.size, 16 << 20));
+  for (const m of tarMembers(image)) {
+    if (!['storages', 'tensors', 'pickle'].includes(m.name) || m.offset + m.size > image.byteLength) continue;
+    report.add(runPickle(image.subarray(m.offset, m.offset + m.size), 0, { mode: 'scan', persistentLoad: new StorageTable('any').load, ...optional(opts), path: `${name}:${m.name}` }));
+  }
+}
+
+/**
+ * Pickles back to back from offset 0; after a legacy magic number, only the five torch writes,
+ * then the storages they describe: anything after those is trailing data, a finding, and is
+ * scanned as a file of its own (a ZIP appended to a legacy stream is read by zipfile-based tools).
+ */
+async function scanPickleStream(source: ByteSource, report: Report, opts: CheckpointScanOptions, depth: number): Promise<boolean> {
   const storages = new StorageTable('any');
+  const name = opts.path ?? source.name;
   let pos = 0;
   let legacy = false;
-  while (pos < source.size && !(legacy && report.pickles === 5)) {
+  let n = 0;
+  let keys: PyValue | undefined;
+  while (pos < source.size && !(legacy && n === 5)) {
     const r = await runPickleAt(source, pos, {
-      mode: 'scan', persistentLoad: storages.load, ...optional(opts), path: opts.path ?? source.name,
+      mode: 'scan', persistentLoad: storages.load, ...optional(opts), path: name,
       ...(opts.maxPickleBytes ? { maxPickleBytes: opts.maxPickleBytes } : {}),
     });
+    if (r.value === undefined && n === 0) {
+      const failedAt = r.findings.at(-1)?.offset;
+      const op = typeof failedAt === 'number' && failedAt < source.size ? (await source.read(failedAt, 1))[0] : undefined;
+      // a PROTO opcode declares a pickle: a broken one is unsafe; other bytes may be another format
+      if (!isPickle(r, op) && (await source.read(0, 1))[0] !== PROTO) {
+        const kind = await identify(source).then((i) => i.kind, () => 'unknown');
+        if (NOT_PICKLES.has(kind)) return false;
+        report.unrecognised = report.findings.length === 0;
+        for (const f of r.findings) report.finding(f);
+        return false;
+      }
+    }
+    if (r.value === undefined && n > 0 && (await trailing(source, pos, report, opts, depth, `after the pickle that ends at ${pos}`))) return legacy;
     report.add(r);
-    if (r.value === undefined) break;
-    if (report.pickles === 1 && r.value === LEGACY_MAGIC) legacy = true;
+    n++;
+    if (r.value === undefined) return legacy;
+    if (n === 1 && r.value === LEGACY_MAGIC) legacy = true;
+    if (n === 5) keys = r.value;
     pos = r.end;
+  }
+  if (legacy && n === 5) {
+    const end = await legacyStorages(source, pos, storages, keys);
+    if (end !== null && end < source.size) await trailing(source, end, report, opts, depth, 'after the last storage', true);
+    if (end === null) report.finding({ code: 'TorchInvalidCheckpoint', message: `${name}: the storage records after the pickles do not match what the pickles declare`, offset: pos, path: name });
   }
   return legacy;
 }
 
+/**
+ * Bytes at `at` that are not the next pickle: a container (ZIP, .npy, tar) is a finding and is
+ * scanned; anything else is left to the pickle run's own finding (returns false), unless `always`.
+ */
+async function trailing(source: ByteSource, at: number, report: Report, opts: CheckpointScanOptions, depth: number, where: string, always = false): Promise<boolean> {
+  const head = await source.read(at, Math.min(source.size - at, 512));
+  const kind = startsWith(head, ZIP_MAGIC) ? 'a ZIP archive' : startsWith(head, NPY_MAGIC) ? 'a .npy array' : isTarHeader(head) ? 'a tar archive' : null;
+  if (kind === null && !always) return false;
+  const name = opts.path ?? source.name;
+  report.finding({
+    code: 'TorchInvalidCheckpoint',
+    message: `${name}: ${source.size - at} bytes ${where}${kind ? ` (${kind}, scanned)` : ''}: torch.load ignores them, other loaders may not`,
+    offset: at, path: name,
+  });
+  if (depth + 1 >= MAX_DEPTH) return true;
+  const inner = new SliceSource(source, at, source.size - at, `${name}@${at}`);
+  await scanSource(inner, report, { ...opts, path: `${name}@${at}` }, depth + 1);
+  return true;
+}
+
+/** The legacy storage records (int64 element count, then the elements) in key order; where they end, or null. */
+async function legacyStorages(source: ByteSource, start: number, table: StorageTable, keys: PyValue | undefined): Promise<number | null> {
+  if (keys === undefined || !isContainer(keys) || keys.kind !== 'list') return null;
+  let pos = start;
+  for (const key of keys.items) {
+    const ref = typeof key === 'string' ? table.storages.get(key) : undefined;
+    if (ref === undefined || pos + 8 > source.size) return null;
+    const head = await source.read(pos, 8);
+    const numel = new DataView(head.buffer, head.byteOffset, 8).getBigUint64(0, true);
+    if (numel !== BigInt(ref.numel)) return null;
+    pos += 8 + ref.numel * (ref.dtype === null ? 1 : dtypeInfo(ref.dtype).bytes);
+    if (pos > source.size) return null;
+  }
+  return pos;
+}
+
 async function scanZip(source: ByteSource, report: Report, opts: CheckpointScanOptions): Promise<void> {
   const zip = await openZip(source, opts.zipCodec ? { codec: opts.zipCodec } : {});
-  const max = opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES;
+  const layout = torchLayout(zip.entries);
+  const name = opts.path ?? source.name;
+  for (const f of layout.findings) report.finding({ ...f, path: f.path ?? name });
   for (const e of zip.entries) {
-    // torch storages are raw numbers: never pickles, whatever their first byte.
-    if (/(^|\/)data\/[0-9]+$/.test(e.name) || e.name.endsWith('/')) continue;
+    if (e.name.endsWith('/')) continue;
     const first = await zip.readPrefix(e, 6);
     const npy = startsWith(first, NPY_MAGIC);
-    if (!e.name.endsWith('.pkl') && first[0] !== PROTO && !npy) continue;
-    if (e.uncompressedSize > max) throw new TensorportError('PickleLimitExceeded', `${e.name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: e.name });
-    const bytes = await zip.readPrefix(e, e.uncompressedSize);
-    const at = npy ? npyPickleOffset(bytes) : 0;
-    if (at !== null) scanStream(bytes, at, report, { ...opts, path: e.name });
+    // torch reads its storages as raw numbers; numpy would still read one that is a .npy
+    if (!npy && layout.isStorage(e)) continue;
+    await scanMember(zip, e, first, npy, report, opts);
   }
+}
+
+async function scanMember(zip: ZipArchive, e: ZipEntry, first: Uint8Array, npy: boolean, report: Report, opts: CheckpointScanOptions): Promise<void> {
+  const max = opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES;
+  const memberOpts = { ...opts, path: e.name };
+  if (npy) {
+    // the header first (numpy's allow_pickle load has no header size limit): the data only if it is a pickle
+    const prefix = await zip.readPrefix(e, Math.min(e.uncompressedSize, 1 << 20));
+    const at = npyPickleOffset(prefix, e.name);
+    if (at === null) return;
+    if (e.uncompressedSize > max) throw new TensorportError('PickleLimitExceeded', `${e.name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: e.name });
+    scanStream(await zip.readPrefix(e, e.uncompressedSize), at, report, memberOpts);
+    return;
+  }
+  const declared = /\.pkl$/i.test(e.name) || first[0] === PROTO;
+  if (!declared) {
+    // most members that are not pickles fail on their first bytes: look at a prefix before reading it all
+    const window = await zip.readPrefix(e, Math.min(e.uncompressedSize, 64 * 1024, max));
+    const r = runPickle(window, 0, { mode: 'scan', persistentLoad: new StorageTable('any').load, ...optional(memberOpts), streamLength: Math.min(e.uncompressedSize, max), streamCapped: e.uncompressedSize > max });
+    const failedAt = r.findings.at(-1)?.offset;
+    if (!r.truncated && !isPickle(r, typeof failedAt === 'number' ? window[failedAt] : undefined)) return;
+  }
+  if (e.uncompressedSize > max) throw new TensorportError('PickleLimitExceeded', `${e.name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: e.name });
+  scanStream(await zip.readPrefix(e, e.uncompressedSize), 0, report, memberOpts);
 }
 
 async function readAll(source: ByteSource, opts: ScanOptions): Promise<Uint8Array> {
   const max = opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES;
   if (source.size > max) throw new TensorportError('PickleLimitExceeded', `${source.name} is ${source.size} bytes; the limit is ${max} (option maxPickleBytes)`, { path: source.name });
   return source.read(0, source.size);
-}
-
-/**
- * `.npy` (magic, version, header length, a Python dict literal): only object arrays (`descr` `|O`)
- * are followed by a pickle. Returns where it starts, or null when the array is plain numbers.
- */
-function npyPickleOffset(bytes: Uint8Array): number | null {
-  const major = bytes[6];
-  const lenBytes = major === 1 ? 2 : 4;
-  if (bytes.byteLength < 8 + lenBytes || (major !== 1 && major !== 2 && major !== 3)) {
-    throw new TensorportError('PickleInvalid', 'truncated or unknown .npy header');
-  }
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const start = 8 + lenBytes + (lenBytes === 2 ? view.getUint16(8, true) : view.getUint32(8, true));
-  if (start > bytes.byteLength) throw new TensorportError('PickleInvalid', '.npy header runs past the end');
-  const header = new TextDecoder('latin1').decode(bytes.subarray(8 + lenBytes, start));
-  return /['"][|<>=]?O['"]/.test(header) ? start : null;
 }
 
 function startsWith(b: Uint8Array, magic: readonly number[]): boolean {

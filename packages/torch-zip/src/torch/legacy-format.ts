@@ -65,6 +65,8 @@ export async function openLegacyCheckpoint(source: ByteSource, opts: AssembleOpt
     windows.set(key, new SliceSource(source, pos + 8, bytes, `${source.name}:storage ${key}`));
     pos += 8 + bytes;
   }
+  // torch.load stops here; a ZIP or pickle appended is read by other tools (zipfile finds a ZIP anywhere)
+  if (pos !== source.size) throw invalid(`${source.size - pos} bytes after the last storage`, pos);
 
   return assemble(root, (ref, tensor) => {
     const w = windows.get(ref.key);

@@ -6,6 +6,7 @@ import { dtypeInfo } from './dtypes.ts';
 import type { StorageBytes } from './layout.ts';
 import type { PickleReadOptions } from './legacy-format.ts';
 import { StorageTable } from './persistent.ts';
+import { torchLayout, type TorchLayout } from './zip-names.ts';
 
 /**
  * `torch.save` ZIP checkpoints (torch >= 1.6): every member under one top-level directory, named
@@ -21,6 +22,13 @@ export interface ZipCheckpointOptions extends AssembleOptions, PickleReadOptions
 export interface TorchArchive {
   readonly zip: ZipArchive;
   readonly prefix: string;
+  /** Members as torch looks them up: ASCII case folded. */
+  readonly layout: TorchLayout;
+}
+
+/** The member torch reads for `name` (`<prefix>/…`), compared as torch compares: ignoring ASCII case. */
+function member(a: TorchArchive, name: string): ZipEntry | undefined {
+  return a.layout.get(name.slice(a.prefix.length + 1));
 }
 
 function invalid(source: ByteSource, message: string): TensorportError {
@@ -38,11 +46,15 @@ async function openTorchArchive(source: ByteSource, codec?: DeflateCodec): Promi
   for (const e of zip.entries) {
     if (!e.name.startsWith(`${prefix}/`)) throw invalid(source, `member ${JSON.stringify(e.name)} is outside the archive directory ${JSON.stringify(prefix)}`);
   }
-  return { zip, prefix };
+  const layout = torchLayout(zip.entries);
+  // two names torch cannot tell apart, or TorchScript markers: refused as the scan reports them
+  const refusal = layout.findings[0];
+  if (refusal) throw new TensorportError(refusal.code as 'ZipDuplicateName', `${source.name}: ${refusal.message}`, { path: source.name });
+  return { zip, prefix, layout };
 }
 
 async function readMember(a: TorchArchive, name: string, max: number): Promise<Uint8Array> {
-  const e = a.zip.get(name)!;
+  const e = member(a, name)!;
   if (e.uncompressedSize > max) {
     throw new TensorportError('PickleLimitExceeded', `${name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: name });
   }
@@ -52,7 +64,7 @@ async function readMember(a: TorchArchive, name: string, max: number): Promise<U
 }
 
 async function readSmall(a: TorchArchive, name: string): Promise<string | null> {
-  const e = a.zip.get(name);
+  const e = member(a, name);
   if (!e) return null;
   if (e.uncompressedSize > 64) throw invalid(a.zip.source, `${name} is ${e.uncompressedSize} bytes, expected a short text record`);
   return new TextDecoder().decode(await readMember(a, name, 64));
@@ -61,16 +73,13 @@ async function readSmall(a: TorchArchive, name: string): Promise<string | null> 
 export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointOptions): Promise<TorchCheckpoint> {
   const a = await openTorchArchive(source, opts.zipCodec);
   const p = a.prefix;
-  if (a.zip.get(`${p}/constants.pkl`)) {
-    throw new TensorportError('TorchUnsupportedArchive', `${source.name} is a TorchScript archive (${p}/constants.pkl): it holds code, use torch.jit.load`, { path: source.name });
-  }
   const version = (await readSmall(a, `${p}/version`)) ?? (await readSmall(a, `${p}/.data/version`));
   if (version === null) throw invalid(source, 'no version record');
   const v = /^\s*([0-9]+)\s*$/.exec(version);
   if (!v || Number(v[1]) < 1 || Number(v[1]) > 10) throw invalid(source, `unsupported format version ${JSON.stringify(version.slice(0, 20))} (torch reads 1 to 10)`);
   const byteorder = (await readSmall(a, `${p}/byteorder`)) ?? 'little';
   if (byteorder !== 'little' && byteorder !== 'big') throw invalid(source, `byteorder record is ${JSON.stringify(byteorder)}, expected little or big`);
-  if (!a.zip.get(`${p}/data.pkl`)) throw invalid(source, `no ${p}/data.pkl`);
+  if (!member(a, `${p}/data.pkl`)) throw invalid(source, `no ${p}/data.pkl`);
 
   const pkl = await readMember(a, `${p}/data.pkl`, opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES);
   const table = new StorageTable('zip');
@@ -82,7 +91,7 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
   const storages = new Map<string, StorageBytes>();
   for (const [key, ref] of table.storages) {
     const name = `${p}/data/${key}`;
-    const e = a.zip.get(name);
+    const e = member(a, name);
     if (!e) throw invalid(source, `storage ${key} has no member ${name}`);
     const want = ref.numel * (ref.dtype === null ? 1 : dtypeInfo(ref.dtype).bytes);
     if (e.uncompressedSize !== want) {

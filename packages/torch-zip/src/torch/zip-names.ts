@@ -1,0 +1,60 @@
+import type { Finding, ZipEntry } from '@tensorport/core';
+
+/**
+ * Member names as torch's reader compares them: miniz's default lookup (caffe2's
+ * `mz_zip_reader_locate_file(..., flags 0)`) lowercases ASCII letters of the raw name bytes, so
+ * `x/DATA.PKL` is torch's `x/data.pkl`, and an archive holding both has no defined `data.pkl`.
+ */
+export function foldName(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += String.fromCharCode(b >= 0x41 && b <= 0x5a ? b + 0x20 : b);
+  return s;
+}
+
+export interface TorchLayout {
+  /** The first member's directory (torch's archive name), or null when it has none. */
+  readonly prefix: string | null;
+  /** A member folds to `<prefix>/data.pkl` or `<prefix>/constants.pkl`: torch.load would read it. */
+  readonly torch: boolean;
+  /** TorchScript markers and names equal once folded, as findings. */
+  readonly findings: Finding[];
+  /** The member torch would read for `<prefix>/<record>` (case-insensitively). */
+  get(record: string): ZipEntry | undefined;
+  /** `<prefix>/data/<digits>`: a storage torch reads as raw numbers, never as a pickle. */
+  isStorage(e: ZipEntry): boolean;
+}
+
+const enc = new TextEncoder();
+
+export function torchLayout(entries: readonly ZipEntry[]): TorchLayout {
+  const first = entries[0];
+  const slash = first ? first.nameBytes.indexOf(0x2f) : -1;
+  const prefix = first && slash > 0 ? foldName(first.nameBytes.subarray(0, slash)) : null;
+  const byFolded = new Map<string, ZipEntry>();
+  const dupes: Array<[ZipEntry, ZipEntry]> = [];
+  for (const e of entries) {
+    const k = foldName(e.nameBytes);
+    const seen = byFolded.get(k);
+    if (seen) dupes.push([seen, e]);
+    else byFolded.set(k, e);
+  }
+  const get = (record: string): ZipEntry | undefined => (prefix === null ? undefined : byFolded.get(`${prefix}/${foldName(enc.encode(record))}`));
+  const torch = get('data.pkl') !== undefined || get('constants.pkl') !== undefined;
+  const findings: Finding[] = [];
+  if (torch) {
+    for (const [a, b] of dupes) {
+      findings.push({ code: 'ZipDuplicateName', message: `members ${JSON.stringify(a.name)} and ${JSON.stringify(b.name)} are one name to torch, which compares names ignoring case: which one it reads is undefined`, offset: b.centralOffset, tensor: b.name });
+    }
+  }
+  const constants = get('constants.pkl');
+  const code = prefix === null ? undefined : entries.find((e) => foldName(e.nameBytes).startsWith(`${prefix}/code/`));
+  if (constants || (torch && code)) {
+    const marker = (constants ?? code)!.name;
+    findings.push({ code: 'TorchUnsupportedArchive', message: `a TorchScript archive (${marker}): torch.load hands an archive with constants.pkl to torch.jit.load, which compiles and runs the code in it`, tensor: marker });
+  }
+  const storage = prefix === null ? null : new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/data/[0-9]+$`);
+  return {
+    prefix, torch, findings, get,
+    isStorage: (e) => torch && storage !== null && storage.test(foldName(e.nameBytes)),
+  };
+}
