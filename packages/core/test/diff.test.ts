@@ -35,8 +35,9 @@ describe('diffCheckpoints', () => {
     expect(r.equal).toBe(false);
     expect(r.onlyInA).toEqual(['only-a']);
     expect(r.onlyInB).toEqual(['only-b']);
-    expect(r.changed).toEqual([
-      { name: 'y', reason: 'dtype', detail: 'F32 -> F16' },
+    // a dtype change is still a change without tolerances, now with the values compared (in F64)
+    expect(r.changed).toMatchObject([
+      { name: 'y', reason: 'dtype', detail: 'F32 -> F16', mismatches: 2 },
       { name: 'z', reason: 'shape', detail: '[2,3] -> [3,2]' },
     ]);
   });

@@ -20,10 +20,11 @@ function num(x: number | undefined): string {
 }
 
 function describeChange(c: TensorChange): string {
-  if (c.reason !== 'values') return `${c.reason} ${c.detail ?? ''}`.trim();
+  if (c.reason === 'shape' || (c.reason === 'dtype' && c.mismatches === undefined)) return `${c.reason} ${c.detail ?? ''}`.trim();
   const where = c.firstMismatch === undefined ? '' : `, first at element ${c.firstMismatch}`;
-  const err = c.maxAbs === undefined ? ' (compared bitwise)' : ` (max abs ${num(c.maxAbs)}, max rel ${num(c.maxRel)})`;
-  return `values: ${c.mismatches} element(s) differ${err}${where}`;
+  const err = c.bitwise ? ' bitwise only (-0.0/0.0 or NaN payloads)' : c.maxAbs === undefined ? ' (compared bitwise)' : ` (max abs ${num(c.maxAbs)}, max rel ${num(c.maxRel)})`;
+  const head = c.reason === 'dtype' ? `dtype ${c.detail ?? ''}; values` : c.detail ? `values (${c.detail})` : 'values';
+  return `${head}: ${c.mismatches} element(s) differ${err}${where}`;
 }
 
 export function registerDiff(program: Command, io: CommandIO & { fail: () => void }): void {
@@ -40,7 +41,8 @@ export function registerDiff(program: Command, io: CommandIO & { fail: () => voi
       'after',
       `
 Exits 0 when equal (within tolerances), 1 when not, 2 on a usage error. NaN equals NaN at the same
-place; F16/BF16/F32/F64 and integers are compared as values, other dtypes bitwise. Tied weights
+place; F16/BF16/F32/F64 and integers are compared as values (two dtypes in F64, 64-bit integers
+exactly), other dtypes bitwise; a dtype change is a difference unless tolerances are given. Tied weights
 recorded in metadata (removed -> kept, as convert.py writes) count as present.
 
 Examples:
@@ -65,6 +67,8 @@ Examples:
       for (const n of r.onlyInB) io.stdout.write(`only in b  ${escapeTerminal(n)}\n`);
       for (const c of r.changed) io.stdout.write(`changed    ${escapeTerminal(c.name)}: ${escapeTerminal(describeChange(c))}\n`);
       for (const x of r.aliases) io.stdout.write(`tied       ${escapeTerminal(x.name)} -> ${escapeTerminal(x.kept)} (in ${x.side}'s metadata)\n`);
+      const worst = r.errors.reduce<(typeof r.errors)[number] | null>((w, e) => (w === null || e.maxAbs > w.maxAbs ? e : w), null);
+      if (worst && (opts.atol !== undefined || opts.rtol !== undefined)) io.stdout.write(`largest    ${escapeTerminal(worst.name)} (${worst.dtype}): max abs ${num(worst.maxAbs)}, max rel ${num(worst.maxRel)}, ${worst.overTolerance} of ${worst.elements} over tolerance\n`);
       const what = opts.namesOnly ? 'names, dtypes and shapes' : `${formatBytes(r.bytesCompared)} of tensor data`;
       io.stdout.write(`${r.equal ? 'equal' : 'DIFFERENT'}: ${r.compared} tensor(s) compared (${what}), ${r.onlyInA.length} only in a, ${r.onlyInB.length} only in b, ${r.changed.length} changed\n`);
     });

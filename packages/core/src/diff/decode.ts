@@ -53,6 +53,13 @@ export function decode(dtype: DType, bytes: Uint8Array): Decoded | null {
   }
 }
 
+/** Integer values exactly: 64-bit ones as BigInt (decode's F64 loses them past 2^53). */
+export function decodeInts(dtype: DType, bytes: Uint8Array): ArrayLike<number | bigint> {
+  if (dtype === 'I64') return view(bytes, 8, (b, o, n) => new BigInt64Array(b, o, n));
+  if (dtype === 'U64') return view(bytes, 8, (b, o, n) => new BigUint64Array(b, o, n));
+  return decode(dtype, bytes)!;
+}
+
 /** True when the two pieces hold the same bytes (words at a time when aligned). */
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.byteLength !== b.byteLength) return false;

@@ -1,7 +1,7 @@
 import { dtypeBytes, type DType } from '../dtype.ts';
 import { TensorportError } from '../errors.ts';
 import type { TensorDescriptor } from '../tensor.ts';
-import { DECODABLE, decode, sameBytes } from './decode.ts';
+import { DECODABLE, decode, decodeInts, sameBytes } from './decode.ts';
 import { lockstep } from './lockstep.ts';
 
 /** What a diff needs of a checkpoint: its tensors and metadata (a core `Checkpoint` fits). */
@@ -38,6 +38,22 @@ export interface TensorChange {
   mismatches?: number;
   /** Index of the first such element. */
   firstMismatch?: number;
+  /** Every differing element is equal as a value: `-0.0` against `0.0`, or NaN against a NaN with another payload. */
+  bitwise?: true;
+}
+
+/** The error of one tensor compared by value (every such tensor, equal or not). */
+export interface TensorErrorSummary {
+  name: string;
+  /** `"F32"`, or `"F32 -> BF16"` when the two sides' dtypes differ (compared in F64; integers exactly). */
+  dtype: string;
+  elements: number;
+  /** Largest |a-b| over elements finite on both sides. */
+  maxAbs: number;
+  /** Largest |a-b|/|b| over those elements (Infinity when b is 0 and a is not). */
+  maxRel: number;
+  /** Elements outside the tolerances (value-unequal elements when none are given). */
+  overTolerance: number;
 }
 
 export interface AliasUse {
@@ -59,6 +75,8 @@ export interface DiffResult {
   compared: number;
   /** Names present on one side only as a tied alias in metadata (`removed -> kept`), compared against the kept tensor. */
   aliases: AliasUse[];
+  /** Per-tensor error of every tensor compared by value, in A's order (dtypes without a decoder are not listed). */
+  errors: TensorErrorSummary[];
   /** Tensor bytes read per side. */
   bytesCompared: number;
 }
@@ -91,20 +109,29 @@ export async function diffCheckpoints(a: DiffSide, b: DiffSide, options: DiffOpt
     else onlyInB.push(tb.name);
   }
   const changed: TensorChange[] = [];
-  const total = pairs.reduce((s, [x, y]) => s + (sameLayout(x, y) ? x.byteLength : 0), 0);
+  const errors: TensorErrorSummary[] = [];
+  const tol = atol > 0 || rtol > 0 ? { atol, rtol } : null;
+  const total = pairs.reduce((s, [x, y]) => s + (comparable(x, y) ? x.byteLength : 0), 0);
   let done = 0;
   for (const [ta, tb] of pairs) {
     const name = ta.name === tb.name ? ta.name : `${ta.name}|${tb.name}`;
-    if (ta.dtype !== tb.dtype) {
-      changed.push({ name, reason: 'dtype', detail: `${ta.dtype} -> ${tb.dtype}` });
-    } else if (ta.shape.join() !== tb.shape.join() || ta.byteLength !== tb.byteLength) {
-      changed.push({ name, reason: 'shape', detail: `[${ta.shape.join(',')}] -> [${tb.shape.join(',')}]` });
+    const retyped = ta.dtype !== tb.dtype;
+    const detail = `${ta.dtype} -> ${tb.dtype}`;
+    if (ta.shape.join() !== tb.shape.join() || (!retyped && ta.byteLength !== tb.byteLength)) {
+      changed.push({ name, reason: retyped ? 'dtype' : 'shape', detail: retyped ? detail : `[${ta.shape.join(',')}] -> [${tb.shape.join(',')}]` });
+    } else if (retyped && (options.namesOnly || !comparable(ta, tb))) {
+      changed.push({ name, reason: 'dtype', detail });
     } else if (!options.namesOnly) {
-      const c = await compareTensor(ta, tb, atol, rtol, options.chunkSize ?? DIFF_CHUNK, (n) => {
+      const s = await compareTensor(ta, tb, tol, options.chunkSize ?? DIFF_CHUNK, (n) => {
         done += n;
         options.onProgress?.(done, total);
       });
-      if (c) changed.push({ name, reason: 'values', ...c });
+      if (s.values) errors.push({ name, dtype: retyped ? detail : ta.dtype, elements: s.elements, maxAbs: s.maxAbs, maxRel: s.maxRel, overTolerance: s.mismatches });
+      const stats: Stats = s.mismatches === 0 ? {} : { mismatches: s.mismatches, firstMismatch: s.firstMismatch, ...(s.values ? { maxAbs: s.maxAbs, maxRel: s.maxRel } : {}), ...(s.bitwise ? { bitwise: true as const } : {}) };
+      // Without tolerances a dtype change is a difference even when every value survived it;
+      // with them, values decide (the bf16 copy of an F32 model is "equal" within --atol/--rtol).
+      if (retyped && !tol) changed.push({ name, reason: 'dtype', detail, ...stats });
+      else if (s.mismatches > 0) changed.push({ name, reason: 'values', ...(retyped ? { detail } : {}), ...stats });
     }
   }
   return {
@@ -114,12 +141,16 @@ export async function diffCheckpoints(a: DiffSide, b: DiffSide, options: DiffOpt
     changed,
     compared: pairs.length,
     aliases,
+    errors,
     bytesCompared: options.namesOnly ? 0 : done,
   };
 }
 
-function sameLayout(x: TensorDescriptor, y: TensorDescriptor): boolean {
-  return x.dtype === y.dtype && x.byteLength === y.byteLength && x.shape.join() === y.shape.join();
+/** Same shape, and either the same dtype or two dtypes both read as values. */
+function comparable(x: TensorDescriptor, y: TensorDescriptor): boolean {
+  if (x.shape.join() !== y.shape.join()) return false;
+  if (x.dtype === y.dtype) return x.byteLength === y.byteLength;
+  return DECODABLE.has(x.dtype) && DECODABLE.has(y.dtype);
 }
 
 /** A name missing from `side`'s tensors but tied there in metadata (`name -> kept`, kept a tensor). */
@@ -134,45 +165,52 @@ const DIFF_CHUNK = 1024 * 1024;
 
 type Stats = Omit<TensorChange, 'name' | 'reason' | 'detail'>;
 
-async function compareTensor(
-  ta: TensorDescriptor,
-  tb: TensorDescriptor,
-  atol: number,
-  rtol: number,
-  chunkSize: number | undefined,
-  progress: (n: number) => void,
-): Promise<Stats | null> {
-  const dtype: DType = ta.dtype;
-  const unit = dtypeBytes(dtype) ?? 1;
-  const values = DECODABLE.has(dtype);
-  const tolerant = atol > 0 || rtol > 0;
-  const s = { mismatches: 0, maxAbs: 0, maxRel: 0, firstMismatch: -1 };
-  let index = 0;
-  for await (const [pa, pb] of lockstep(ta.chunks(chunkSize), tb.chunks(chunkSize), unit, ta.name)) {
-    const count = pa.byteLength / unit;
-    // Equal bytes are equal values, whatever the tolerance: the common case costs one word loop.
-    if (!sameBytes(pa, pb)) {
-      if (values) compareValues(dtype, pa, pb, unit, index, tolerant ? { atol, rtol } : null, s);
-      else compareBits(pa, pb, unit, index, s);
-    }
-    index += count;
-    progress(pa.byteLength);
-  }
-  if (s.mismatches === 0) return null;
-  const out: Stats = { mismatches: s.mismatches, firstMismatch: s.firstMismatch };
-  if (values) {
-    out.maxAbs = s.maxAbs;
-    out.maxRel = s.maxRel;
-  }
-  return out;
-}
-
 interface Acc {
+  /** Elements outside the tolerances, or bit-different (same dtype) / value-different (retyped) without them. */
   mismatches: number;
+  /** Of those, elements that differ as values too (same dtype, no tolerances): 0 means "bitwise only". */
+  valueMismatches: number;
   maxAbs: number;
   maxRel: number;
   firstMismatch: number;
 }
+
+interface Compared extends Acc {
+  elements: number;
+  /** Compared as values (both dtypes decodable). */
+  values: boolean;
+  bitwise: boolean;
+}
+
+type Tol = { atol: number; rtol: number } | null;
+
+async function compareTensor(ta: TensorDescriptor, tb: TensorDescriptor, tol: Tol, chunkSize: number | undefined, progress: (n: number) => void): Promise<Compared> {
+  const same = ta.dtype === tb.dtype;
+  const ua = dtypeBytes(ta.dtype) ?? 1;
+  const ub = dtypeBytes(tb.dtype) ?? 1;
+  const values = DECODABLE.has(ta.dtype) && DECODABLE.has(tb.dtype);
+  const exactInts = INTEGER.has(ta.dtype) && INTEGER.has(tb.dtype) && (WIDE.has(ta.dtype) || WIDE.has(tb.dtype));
+  const s: Acc = { mismatches: 0, valueMismatches: 0, maxAbs: 0, maxRel: 0, firstMismatch: -1 };
+  let index = 0;
+  for await (const [pa, pb] of lockstep(ta.chunks(chunkSize), tb.chunks(chunkSize), [ua, ub], ta.name)) {
+    const count = pa.byteLength / ua;
+    // Equal bytes are equal values, whatever the tolerance: the common case costs one word loop.
+    if (!same || !sameBytes(pa, pb)) {
+      if (exactInts) compareWideInts(ta.dtype, tb.dtype, pa, pb, index, tol, s);
+      else if (values) compareValues(ta.dtype, tb.dtype, pa, pb, ua, index, same ? tol : tol ?? EXACT_VALUES, s);
+      else compareBits(pa, pb, ua, index, s);
+    }
+    index += count;
+    progress(pa.byteLength);
+  }
+  return { ...s, elements: index, values, bitwise: same && !tol && values && s.mismatches > 0 && s.valueMismatches === 0 };
+}
+
+/** Tolerance 0 compares values (x == y, NaN == NaN): for two dtypes, bits cannot be compared. */
+const EXACT_VALUES = { atol: 0, rtol: 0 };
+
+const INTEGER: ReadonlySet<DType> = new Set<DType>(['I8', 'U8', 'I16', 'U16', 'I32', 'U32', 'I64', 'U64']);
+const WIDE: ReadonlySet<DType> = new Set<DType>(['I64', 'U64']);
 
 function elementBitsDiffer(pa: Uint8Array, pb: Uint8Array, i: number, unit: number): boolean {
   for (let k = i * unit; k < (i + 1) * unit; k++) if (pa[k] !== pb[k]) return true;
@@ -185,16 +223,24 @@ function compareBits(pa: Uint8Array, pb: Uint8Array, unit: number, base: number,
     if (!elementBitsDiffer(pa, pb, i, unit)) continue;
     if (s.firstMismatch < 0) s.firstMismatch = base + i;
     s.mismatches++;
+    s.valueMismatches++;
   }
 }
 
+function miss(s: Acc, at: number): void {
+  if (s.firstMismatch < 0) s.firstMismatch = at;
+  s.mismatches++;
+}
+
 /**
- * numpy `isclose(a, b, atol, rtol, equal_nan=True)`: |a-b| <= atol + rtol*|b|, infinities equal
- * only to themselves, NaN equal to NaN at the same place. Without tolerances, bit equality.
+ * numpy `isclose(a, b, atol, rtol, equal_nan=True)` in F64 (every decodable dtype widens to it
+ * exactly, except 64-bit integers past 2^53): |a-b| <= atol + rtol*|b|, infinities equal only to
+ * themselves, NaN equal to NaN at the same place. With `tol` null (same dtype, no tolerances), bit
+ * equality, counting apart the elements that are equal as values (±0, NaN payloads).
  */
-function compareValues(dtype: DType, pa: Uint8Array, pb: Uint8Array, unit: number, base: number, tol: { atol: number; rtol: number } | null, s: Acc): void {
-  const va = decode(dtype, pa)!;
-  const vb = decode(dtype, pb)!;
+function compareValues(da: DType, db: DType, pa: Uint8Array, pb: Uint8Array, unit: number, base: number, tol: Tol, s: Acc): void {
+  const va = decode(da, pa)!;
+  const vb = decode(db, pb)!;
   for (let i = 0; i < va.length; i++) {
     const x = va[i]!;
     const y = vb[i]!;
@@ -204,16 +250,33 @@ function compareValues(dtype: DType, pa: Uint8Array, pb: Uint8Array, unit: numbe
       const rel = d / Math.abs(y);
       if (rel > s.maxRel) s.maxRel = rel;
     }
-    let bad: boolean;
+    const bothNaN = Number.isNaN(x) && Number.isNaN(y);
     if (tol) {
-      const bothNaN = Number.isNaN(x) && Number.isNaN(y);
-      bad = !(x === y || bothNaN || d <= tol.atol + tol.rtol * Math.abs(y));
-    } else {
-      bad = elementBitsDiffer(pa, pb, i, unit);
+      if (!(x === y || bothNaN || d <= tol.atol + tol.rtol * Math.abs(y))) miss(s, base + i);
+    } else if (elementBitsDiffer(pa, pb, i, unit)) {
+      miss(s, base + i);
+      if (!(x === y || bothNaN)) s.valueMismatches++;
     }
-    if (bad) {
-      if (s.firstMismatch < 0) s.firstMismatch = base + i;
-      s.mismatches++;
-    }
+  }
+}
+
+/**
+ * Two integer dtypes, one of them 64-bit: the difference is taken exactly (as BigInt), so 2^60+1
+ * and 2^60+2 differ, where F64 (and numpy's isclose) would round both to one value.
+ */
+function compareWideInts(da: DType, db: DType, pa: Uint8Array, pb: Uint8Array, base: number, tol: Tol, s: Acc): void {
+  const va = decodeInts(da, pa);
+  const vb = decodeInts(db, pb);
+  for (let i = 0; i < va.length; i++) {
+    const x = BigInt(va[i]!);
+    const y = BigInt(vb[i]!);
+    if (x === y) continue;
+    const d = Number(x > y ? x - y : y - x);
+    const ay = Math.abs(Number(y));
+    if (d > s.maxAbs) s.maxAbs = d;
+    if (d / ay > s.maxRel) s.maxRel = d / ay;
+    if (tol && d <= tol.atol + tol.rtol * ay) continue;
+    miss(s, base + i);
+    s.valueMismatches++;
   }
 }

@@ -49,11 +49,13 @@ class Cursor {
 }
 
 /**
- * Two chunk streams read in lockstep as pairs of equal-length pieces, each a whole number of
- * `unit`-byte elements, so the elements line up whatever chunk sizes each side yields. Memory:
- * the two current chunks, plus one element when an element straddles chunks.
+ * Two chunk streams read in lockstep as pairs of pieces holding the same number of elements,
+ * `unit`-byte elements on both sides (or `[unitA, unitB]` when the dtypes differ), so the elements
+ * line up whatever chunk sizes each side yields. Memory: the two current chunks, plus one element
+ * when an element straddles chunks.
  */
-export async function* lockstep(a: AsyncIterable<Uint8Array>, b: AsyncIterable<Uint8Array>, unit: number, name: string): AsyncGenerator<[Uint8Array, Uint8Array]> {
+export async function* lockstep(a: AsyncIterable<Uint8Array>, b: AsyncIterable<Uint8Array>, unit: number | readonly [number, number], name: string): AsyncGenerator<[Uint8Array, Uint8Array]> {
+  const [ua, ub] = typeof unit === 'number' ? [unit, unit] : unit;
   const ca = new Cursor(a[Symbol.asyncIterator]());
   const cb = new Cursor(b[Symbol.asyncIterator]());
   try {
@@ -61,10 +63,9 @@ export async function* lockstep(a: AsyncIterable<Uint8Array>, b: AsyncIterable<U
       await ca.fill();
       await cb.fill();
       if (ca.available === 0 || cb.available === 0) break;
-      const n = Math.floor(Math.min(ca.available, cb.available) / unit) * unit;
-      const len = n === 0 ? unit : n;
-      const pa = await ca.take(len);
-      const pb = await cb.take(len);
+      const n = Math.max(1, Math.min(Math.floor(ca.available / ua), Math.floor(cb.available / ub)));
+      const pa = await ca.take(n * ua);
+      const pb = await cb.take(n * ub);
       if (!pa || !pb) break;
       yield [pa, pb];
     }
