@@ -63,7 +63,7 @@ describe('FRAME is a boundary, as in CPython’s C unpickler reading a file', ()
   });
 
   it('refuses fickling’s frame-boundary payload: builtins.exec hidden in a BINBYTES after a crossing string', () => {
-    const code = pk(short('builtins'), short('exec'), 0x93, short("print('x')"), 0x85, 'R');
+    const code = pk(...short('builtins'), ...short('exec'), 0x93, ...short("print('x')"), 0x85, 'R');
     // frame: SHORT_BINUNICODE of 8 bytes with 5 inside the frame. A linear reader takes 'AAAAAbbb'
     // and then a BINBYTES holding `code`; CPython skips 'AAAAA', takes 'bbb' + the BINBYTES header
     // as the string, and runs `code`.
