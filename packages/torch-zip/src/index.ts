@@ -1,7 +1,7 @@
 export { runPickle, loadPickle, type RunOptions, type RunResult } from './pickle/interpreter.ts';
 export { StorageTable } from './torch/persistent.ts';
 export { DEFAULT_LIMITS, type PickleLimits } from './pickle/limits.ts';
-export type * from './pickle/values.ts';
+export type { PyValue, PyFloat, PyBytes, PyTuple, PyList, PyDict, PySet, PyGlobal, PyObject, StorageRef, TensorRecord, UnsupportedRecord } from './pickle/values.ts';
 export { allowedGlobals, type AllowEntry } from './torch/allowlist.ts';
 export { TORCH_DTYPES, type TorchDtype } from './torch/dtypes.ts';
 export { scanPickle, scanCheckpoint, type ScanReport, type ScanOptions, type CheckpointScanOptions } from './scan.ts';
