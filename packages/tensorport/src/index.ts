@@ -3,7 +3,7 @@
  * (from @tensorport/core), the registry of every format, and the pipeline.
  */
 export {
-  TensorportError, FolderContext, MemoryFolder, MemoryTarget, memoryContext, safetensorsFormat,
+  TensorportError, ERROR_CODES, FolderContext, MemoryFolder, MemoryTarget, memoryContext, safetensorsFormat,
   type Checkpoint, type Context, type ErrorCode, type Finding, type Folder, type Format, type OutputTarget,
   type TensorDescriptor, type ValidationReport, type WriteResult,
 } from '@tensorport/core';
