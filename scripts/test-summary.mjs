@@ -25,8 +25,23 @@ for (const dir of packages) {
   }
   const r = JSON.parse(readFileSync(file, 'utf8'));
   passed += r.numPassedTests ?? 0;
-  failed += (r.numFailedTests ?? 0) + (r.numFailedTestSuites ?? 0);
+  failed += failures(r);
   skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+}
+
+/**
+ * Failures counted once: each failed test, plus each test file that failed with no failed test in
+ * it (an import error, a failing hook). `numFailedTestSuites` counts the file and every describe
+ * around a failed test again, so adding it turned one failure into three.
+ */
+function failures(r) {
+  let n = r.numFailedTests ?? 0;
+  for (const f of r.testResults ?? []) {
+    if (f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed')) n++;
+  }
+  // an old or odd report without per-file results: a failed suite is still a failure
+  if (n === 0 && (r.numFailedTestSuites ?? 0) > 0 && !Array.isArray(r.testResults)) n = r.numFailedTestSuites;
+  return n;
 }
 // A task can fail without a failing test (no test files, a crash in setup): count it, never hide it.
 const turboExit = Number(process.argv.find((a) => a.startsWith('--turbo-exit='))?.split('=')[1] ?? 0);

@@ -29,16 +29,24 @@ async function archive(sizes: readonly number[], dataDescriptors = false): Promi
 }
 
 async function allBytesMatch(z: ZipArchive): Promise<void> {
+  // one expect per archive, not per member: thousands of expects dominated this file's time
+  const bad: string[] = [];
   for (const e of z.entries) {
     let n = 0;
+    const fill = Number(e.name.slice(e.name.lastIndexOf('/') + 1)) & 0xff;
     for await (const c of z.stream(e)) {
-      const fill = Number(e.name.slice(e.name.lastIndexOf("/") + 1)) & 0xff;
-      expect(c.every((b) => b === fill), e.name).toBe(true);
+      for (let i = 0; i < c.byteLength; i++) if (c[i] !== fill) bad.push(e.name);
       n += c.byteLength;
     }
-    expect(n).toBe(e.uncompressedSize);
+    if (n !== e.uncompressedSize) bad.push(`${e.name}: ${n} bytes`);
   }
+  expect(bad).toEqual([]);
 }
+
+// The verdict property below runs on an archive past one window; the bench
+// (bench/zip-open-verdicts.mjs) runs it at the old size (12,000 members, 120 runs) through these.
+const VERDICT_MEMBERS = Number(process.env.TENSORPORT_ZIP_VERDICT_MEMBERS ?? 500);
+const VERDICT_RUNS = Number(process.env.TENSORPORT_ZIP_VERDICT_RUNS ?? 80);
 
 /**
  * The open-time checks as they were before windows: every local header read on its own, in
@@ -102,15 +110,19 @@ describe('HeaderWindow', () => {
 });
 
 describe('ZIP open reads local headers in few, bounded reads', () => {
-  it('opens 10,000 small members (patched or with descriptors) in a handful of reads of at most a window', async () => {
+  it('opens 5,000 small members past one window (patched or with descriptors) in a handful of reads of at most a window', async () => {
     for (const descriptors of [false, true]) {
-      const bytes = await archive(Array.from({ length: 10_000 }, (_, i) => i % 97), descriptors);
+      const bytes = await archive(Array.from({ length: 5_000 }, (_, i) => 2 * (i % 97) + 60), descriptors);
       const src = new CountingSource(bytes);
       const z = await openZip(src);
-      expect(z.entries.length).toBe(10_000);
+      expect(z.entries.length).toBe(5_000);
+      expect(z.end.cdOffset).toBeGreaterThan(MAX_WINDOW);
       const cdOffset = z.end.cdOffset;
-      // tail, directory, then the member region in windows: about cdOffset / MAX_WINDOW of them
-      expect(src.reads.length, `descriptors ${descriptors}`).toBeLessThanOrEqual(2 + Math.ceil(cdOffset / (MAX_WINDOW - 1024)) + 1);
+      // tail, directory, then the member region in windows: about cdOffset / MAX_WINDOW of them,
+      // plus the end record's small checks (ZIP64 locator, the bytes just before the directory)
+      const small = src.reads.filter(([, l]) => l <= 64).length;
+      expect(small, `descriptors ${descriptors}`).toBeLessThanOrEqual(3);
+      expect(src.reads.length - small, `descriptors ${descriptors}`).toBeLessThanOrEqual(2 + Math.ceil(cdOffset / (MAX_WINDOW - 1024)));
       expect(Math.max(...src.reads.filter(([o, l]) => o + l <= cdOffset).map(([, l]) => l))).toBeLessThanOrEqual(MAX_WINDOW);
       await allBytesMatch(z);
     }
@@ -175,7 +187,9 @@ describe('batched open gives the same verdict as checking each header on its own
   let cdOffset: number;
   beforeAll(async () => {
     // past one window, with descriptors: several windows and descriptor reads across their edges
-    base = await archive(Array.from({ length: 12_000 }, (_, i) => (i * 37) % 61), true);
+    // (members of ~2.5 KB: few of them fill the windows, and each run re-opens the whole archive)
+    const pad = VERDICT_MEMBERS >= 12_000 ? 0 : 2500;
+    base = await archive(Array.from({ length: VERDICT_MEMBERS }, (_, i) => ((i * 37) % 61) + pad), true);
     const src = new BytesSource(base);
     const end = await readEndRecord(src);
     cdOffset = end.cdOffset;
@@ -187,7 +201,7 @@ describe('batched open gives the same verdict as checking each header on its own
     const seen = new Set<string>();
     await fc.assert(
       fc.asyncProperty(
-        fc.nat(11_999),
+        fc.nat(VERDICT_MEMBERS - 1),
         fc.constantFrom('header', 'descriptor', 'offset'),
         fc.nat(60),
         fc.integer({ min: 0, max: 255 }),
@@ -203,7 +217,7 @@ describe('batched open gives the same verdict as checking each header on its own
           expect(await batchedVerdict(bytes)).toBe(want);
         },
       ),
-      { numRuns: 120 },
+      { numRuns: VERDICT_RUNS },
     );
     // the mutations reach the refusals that matter, not only harmless bytes
     expect(seen.size).toBeGreaterThan(2);
