@@ -73,12 +73,12 @@ async function modelDir(dir: string, dtype: FloatDType): Promise<string> {
  * |w − ŵ| ≤ |scale of its group| (clipped far ends, docs/formats/mlx.md), plus the BF16 casts of
  * scale (q·|s − cast(s)| ≤ (2^bits − 1)·2⁻⁹·|s|) and output (an ulp of w).
  */
-function checkBound(orig: Float32Array, back: Float32Array, scales: Float32Array, cols: number, groupSize: number, dtype: FloatDType, bits = 4): number {
+function checkBound(orig: Float32Array, back: Float32Array, scales: Float32Array, cols: number, groupSize: number, dtype: FloatDType, bits = 4, extraScales = 0): number {
   const groups = cols / groupSize;
   let worst = 0;
   for (let i = 0; i < orig.length; i++) {
     const s = Math.abs(scales[Math.floor(i / cols) * groups + Math.floor((i % cols) / groupSize)]!);
-    const slack = dtype === 'F32' ? 1e-6 * s + 1e-9 : ((2 ** bits - 1) * 2 ** -9 + 1e-3) * s + Math.abs(orig[i]!) * 2 ** -7;
+    const slack = (dtype === 'F32' ? 1e-6 * s + 1e-9 : ((2 ** bits - 1) * 2 ** -9 + 1e-3) * s + Math.abs(orig[i]!) * 2 ** -7) + extraScales * s;
     const err = Math.abs(orig[i]! - back[i]!);
     expect(err, `element ${i}`).toBeLessThanOrEqual(s + slack);
     worst = Math.max(worst, err / s);
@@ -149,14 +149,20 @@ describe('quantize → dequantize through the CLI', () => {
     const back = join(root, 'back.safetensors');
     const r = await tensorport('dequantize', q, back, '--dtype', 'f32');
     expect(r.code).toBe(0);
+    const back16 = join(root, 'back16.safetensors');
+    expect((await tensorport('dequantize', q, back16)).code).toBe(0);
     const got = await tensorDigests(back);
+    const got16 = await tensorDigests(back16);
     const orig = await tensorDigests(src);
     const qt = await tensorDigests(q);
     for (const l of QUANTIZED) {
       const o = orig.get(`${l}.weight`)!;
       const g = got.get(`${l}.weight`)!;
       expect(g.dtype).toBe('F32');
-      checkBound(decodeFloats(o.bytes, 'BF16'), decodeFloats(g.bytes, 'F32'), decodeFloats(qt.get(`${l}.scales`)!.bytes, 'BF16'), o.shape[1]!, 32, 'BF16', 8);
+      // MLX computes in the scales' dtype (BF16) and only then casts: the F32 output is the BF16 one, widened.
+      expect(Array.from(decodeFloats(g.bytes, 'F32'))).toEqual(Array.from(decodeFloats(got16.get(`${l}.weight`)!.bytes, 'BF16')));
+      // Both BF16 roundings (q·s, then + b) add up to an ulp of q·s ≤ (2^8 − 1)·|s|.
+      checkBound(decodeFloats(o.bytes, 'BF16'), decodeFloats(g.bytes, 'F32'), decodeFloats(qt.get(`${l}.scales`)!.bytes, 'BF16'), o.shape[1]!, 32, 'BF16', 8, 255 * 2 ** -8);
     }
   });
 });
