@@ -4,7 +4,8 @@
  * (quantization offsets, never to be confused with the layer's own float `X.bias`).
  *
  * Bits, group size and mode are resolved per field, first hit wins: explicit options; config.json
- * (the module's own entry, then the section's defaults; a section without `mode` means affine);
+ * (the module's own dict entry, complete on its own as `to_quantized(**dict)` reads it; else the
+ * section's defaults, a section without `mode` meaning affine);
  * `__metadata__` `quantization_bits` / `quantization_group_size` / `quantization_mode`. A field
  * still unknown is derived from the shapes when they allow exactly one answer, else refused.
  */
