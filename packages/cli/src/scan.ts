@@ -22,7 +22,10 @@ export function registerScan(program: Command, io: { out: (text: string) => void
     .addHelpText(
       'after',
       `
-Exits 0 when safe (only allowlisted globals, well-formed), 1 when not.
+Verdicts: safe (only allowlisted globals, well-formed); UNSAFE (any finding); no pickle found
+(nothing a pickle loader would import: safetensors, GGUF, ONNX, HDF5, a numeric npz, an empty
+file); not a pickle (bytes of no format tensorport knows, which do not parse as a pickle).
+Exits 0 when safe or no pickle found, 1 otherwise.
 
 Examples:
   $ tensorport scan downloaded.pt
@@ -44,7 +47,14 @@ Examples:
     });
 }
 
+const VERDICT_WORDS: Record<ScanResult['verdict'], string> = {
+  safe: 'safe',
+  unsafe: 'UNSAFE',
+  'no-pickle': 'no pickle found',
+  'not-a-pickle': 'not a pickle (no format tensorport knows)',
+};
+
 function out(io: { out: (text: string) => void }, r: ScanResult, bad: number): void {
   const what = `${r.pickles} pickle${r.pickles === 1 ? '' : 's'}, ${r.globals.length} global${r.globals.length === 1 ? '' : 's'}`;
-  io.out(`${escapeTerminal(r.path)}: ${r.safe ? 'safe' : 'UNSAFE'} (${what}${bad > 0 ? `, ${bad} disallowed` : ''}, ${r.findings.length} finding${r.findings.length === 1 ? '' : 's'})\n`);
+  io.out(`${escapeTerminal(r.path)}: ${VERDICT_WORDS[r.verdict]}${r.kind ? ` (${r.kind})` : ''} (${what}${bad > 0 ? `, ${bad} disallowed` : ''}, ${r.findings.length} finding${r.findings.length === 1 ? '' : 's'})\n`);
 }

@@ -25,6 +25,8 @@ export interface ScanReport {
    * to vouch for, so `safe` is false, with the parse failure as the one finding.
    */
   verdict: 'safe' | 'unsafe' | 'no-pickle' | 'not-a-pickle';
+  /** For `no-pickle` files that are not ZIPs or .npy: the format `identify` named (`safetensors`, `gguf`…). */
+  kind?: string;
   format: 'pickle' | 'torch-legacy' | 'torch-zip';
   /** Every global referenced, `module.name`, in order of first appearance. */
   globals: string[];
@@ -55,6 +57,7 @@ class Report {
   pickles = 0;
   /** The file is neither a pickle nor a format we know; its findings are the parse failure. */
   unrecognised = false;
+  kind: string | undefined;
   private unlisted = 0;
 
   add(r: RunResult): void {
@@ -74,7 +77,10 @@ class Report {
   done(format: ScanReport['format']): ScanReport {
     const findings = this.unlisted > 0 ? [...this.findings, { code: 'PickleLimitExceeded', message: `${this.unlisted} more findings not listed` }] : this.findings;
     const verdict = this.unrecognised ? 'not-a-pickle' : findings.length > 0 ? 'unsafe' : this.pickles > 0 ? 'safe' : 'no-pickle';
-    return { safe: findings.length === 0, verdict, format, globals: [...this.globals], findings, opcodes: this.opcodes, pickles: this.pickles };
+    return {
+      safe: findings.length === 0, verdict, ...(verdict === 'no-pickle' && this.kind ? { kind: this.kind } : {}),
+      format, globals: [...this.globals], findings, opcodes: this.opcodes, pickles: this.pickles,
+    };
   }
 }
 
@@ -204,7 +210,10 @@ async function scanPickleStream(source: ByteSource, report: Report, opts: Checkp
       // a PROTO opcode declares a pickle: a broken one is unsafe; other bytes may be another format
       if (!isPickle(r, op) && (await source.read(0, 1))[0] !== PROTO) {
         const kind = await identify(source).then((i) => i.kind, () => 'unknown');
-        if (NOT_PICKLES.has(kind)) return false;
+        if (NOT_PICKLES.has(kind)) {
+          report.kind = kind;
+          return false;
+        }
         report.unrecognised = report.findings.length === 0;
         for (const f of r.findings) report.finding(f);
         return false;

@@ -4,6 +4,10 @@ import { allowedGlobals, scanContext, type ScanReport } from '@tensorport/torch-
 export interface ScanResult {
   path: string;
   safe: boolean;
+  /** safe, unsafe, no-pickle (nothing to import or call: safetensors, GGUF, empty…), not-a-pickle (unrecognised bytes). */
+  verdict: ScanReport['verdict'];
+  /** For no-pickle files: the format the bytes are (`safetensors`, `gguf`, …), when known. */
+  kind?: string;
   /** What was scanned: 'torch-zip' (any ZIP: .pt, .npz), 'torch-legacy', or 'pickle' (bare pickle, .npy). */
   format: ScanReport['format'];
   /** Every global the pickles reference, `module.name`, in order of first appearance. */
@@ -27,6 +31,8 @@ export async function scan(ctx: Context): Promise<ScanResult> {
   return {
     path,
     safe: r.safe,
+    verdict: r.verdict,
+    ...(r.kind === undefined ? {} : { kind: r.kind }),
     format: r.format,
     globals: r.globals,
     verdicts: r.globals.map((g) => ({ global: g, allowed: allowed.has(g) })),
