@@ -20,3 +20,4 @@ export * from './identify/index.ts';
 export * from './diff/index.ts';
 export * from './format/index.ts';
 export { safetensorsFormat, openShardedContext, type SafetensorsWriteOptions } from './safetensors/format.ts';
+export { WARNING_CODES, isWarningCode, type WarningCode } from './warnings.ts';

@@ -1,11 +1,16 @@
+import { DETECT_BYTES } from '../detect.ts';
 import { TensorportError } from '../errors.ts';
 import type { ByteSource } from '../io/source.ts';
 import type { DeflateCodec } from '../zip/codec.ts';
 import { openZip, type ZipArchive } from '../zip/reader.ts';
 import type { Context, Folder } from './types.ts';
 
-/** Bytes every sniffer may look at without another read: magic numbers, a safetensors length, a ZIP's first local header. */
-export const HEAD_BYTES = 4096;
+/**
+ * Bytes every sniffer may look at without another read: magic numbers and a safetensors header
+ * length (core's DETECT_BYTES). Small on purpose: the page reports every byte it reads, and what a
+ * sniffer needs beyond this (a ZIP directory, an index) it asks the context for.
+ */
+export const HEAD_BYTES = DETECT_BYTES;
 
 /** A shared source: readers may close it, the context closes the real one. */
 class SharedSource implements ByteSource {

@@ -1,4 +1,4 @@
-import { BlobSource, TensorportError, type ByteSource } from '@tensorport/core';
+import { BlobSource, TensorportError, type ByteSource, type Folder } from '@tensorport/core';
 
 /**
  * The files of one drop, sorted into roles, and every byte source opened over them. Sources are
@@ -136,4 +136,16 @@ export class SourcePool {
     for (const r of byName.values()) n += r.covered;
     return n;
   }
+}
+
+/** The drop as the library's Folder: every open goes through the pool, so its reads are counted. */
+export function dropFolder(pool: SourcePool): Folder {
+  const names = [...new Set(pool.files.map((f) => f.name))].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return {
+    name: 'the files given',
+    list: async () => names,
+    size: async (name) => pool.files.find((f) => f.name === name)?.size ?? null,
+    open: async (name) => pool.open(name),
+    path: (name) => name,
+  };
 }

@@ -1,8 +1,9 @@
-import { detectSource, TensorportError, toFinding, type ByteSource, type DetectedFormat, type Finding } from '@tensorport/core';
+import { detectFormat, extensionOf, FolderContext, identify, TensorportError, toFinding, type Context, type Finding } from '@tensorport/core';
 import { findQuantizedLayers } from '@tensorport/mlx';
-import { sniffTorchCheckpoint } from '@tensorport/torch-zip';
-import { MAX_CONFIG_BYTES, roleOf, SourcePool } from './files.ts';
-import { readNpy, readNpz, readPickle, readSafetensors, readSharded, readTorch, type Reading } from './readers.ts';
+import { fflateCodec } from '@tensorport/npz';
+import { defaultRegistry } from 'tensorport';
+import { dropFolder, MAX_CONFIG_BYTES, roleOf, SourcePool } from './files.ts';
+import { reading, readPickle, readWith, type Reading } from './readers.ts';
 import type { QuantRow, Report } from './report.ts';
 import { toRow, totalsByDtype } from './rows.ts';
 
@@ -19,14 +20,21 @@ export async function inspectFiles(files: readonly File[]): Promise<Report> {
   const data = files.filter((_, i) => roles[i] === 'data').sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const extra: Finding[] = [];
 
+  // The input is the index (with its shards beside it) or one checkpoint file; the library's
+  // registry decides what it is, exactly as for the CLI.
+  const entry = index?.name ?? data[0]?.name;
   let r: Reading;
-  if (index) {
-    r = await readSharded(pool, index.name);
-  } else if (data[0]) {
-    if (data.length > 1) extra.push({ code: 'SeveralCheckpoints', message: `${data.length} files and no index; showing ${data[0].name}. Drop one checkpoint, or an index with its shards.` });
-    r = await readOne(pool.open(data[0].name));
+  if (entry === undefined) {
+    r = reading('unknown');
+    r.errors.push({ code: 'NothingToInspect', message: files.length === 0 ? 'no file given' : 'no checkpoint among the files given (only JSON or text files)' });
   } else {
-    r = { format: 'unknown', errors: [{ code: 'NothingToInspect', message: files.length === 0 ? 'no file given' : 'no checkpoint among the files given (only JSON or text files)' }], warnings: [], metadata: null, tensors: [], pickle: null, notes: [] };
+    if (!index && data.length > 1) extra.push({ code: 'SeveralCheckpoints', message: `${data.length} files and no index; showing ${entry}. Drop one checkpoint, or an index with its shards.` });
+    const ctx = new FolderContext(dropFolder(pool), entry, { codec: fflateCodec });
+    try {
+      r = await readDrop(ctx);
+    } finally {
+      await ctx.close();
+    }
   }
   r.warnings.unshift(...extra);
 
@@ -51,34 +59,29 @@ export async function inspectFiles(files: readonly File[]): Promise<Report> {
   };
 }
 
-/** Content decides; the extension only breaks a tie when the content is not recognised, so a broken file still gets its reader's precise error. */
-async function readOne(source: ByteSource): Promise<Reading> {
-  let kind: DetectedFormat = 'unknown';
+/** The registry's format; what it does not read is a finding (a bare pickle still gets its scan shown). */
+async function readDrop(ctx: Context): Promise<Reading> {
+  let format;
   try {
-    kind = await detectSource(source);
+    format = (await defaultRegistry.detect(ctx)).format;
   } catch (e) {
     if (!(e instanceof TensorportError)) throw e;
+    if (e.code !== 'UnknownFormat' && e.code !== 'UnsupportedFormat') return failed('unknown', toFinding(e));
   }
-  const ext = /\.([a-z0-9]+)$/i.exec(source.name)?.[1]?.toLowerCase() ?? '';
-  if (kind === 'unknown') kind = ({ safetensors: 'safetensors', npz: 'zip', npy: 'npy', pt: 'pickle', pth: 'pickle', bin: 'pickle', ckpt: 'pickle', pkl: 'pickle' } as const)[ext] ?? 'unknown';
-  switch (kind) {
-    case 'safetensors':
-      return readSafetensors(source);
-    case 'npy':
-      return readNpy(source);
-    case 'zip':
-      return (await sniffTorchCheckpoint(source)) === 'torch-zip' || ['pt', 'pth', 'bin', 'ckpt'].includes(ext) ? readTorch(source) : readNpz(source);
-    case 'pickle':
-      return source.size >= 2 && (await sniffTorchCheckpoint(source)) === 'torch-legacy' ? readTorch(source) : readPickle(source);
-    default: {
-      const what = kind === 'unknown' ? 'not a format tensorport reads' : `${kind}, which tensorport does not read`;
-      return {
-        format: kind, errors: [{ code: 'UnknownFormat', message: `${source.name} is ${what} (safetensors, .npz, .npy, torch .pt, pickle)`, path: source.name }],
-        warnings: [], metadata: null, tensors: [], pickle: null,
-        notes: kind === 'json' ? ['A lone JSON file: drop model.safetensors.index.json together with its shards.'] : [],
-      };
-    }
-  }
+  if (format) return readWith(format, ctx);
+  const kind = detectFormat(await ctx.head(), await ctx.size());
+  // Protocol 0/1 pickles have no magic number: their name says what to scan.
+  if (kind === 'pickle' || ['.pkl', '.pickle'].includes(extensionOf(ctx.entry ?? ''))) return readPickle(ctx);
+  const identified = await identify(await ctx.source(), { codec: fflateCodec });
+  const r = failed(kind, { code: 'UnknownFormat', message: `${ctx.name} is ${identified.what} (${identified.can}); this page reads safetensors, .npz, .npy and torch checkpoints`, path: ctx.name });
+  if (kind === 'json') r.notes.push('A lone JSON file: drop model.safetensors.index.json together with its shards.');
+  return r;
+}
+
+function failed(format: string, f: Finding): Reading {
+  const r = reading(format);
+  r.errors.push(f);
+  return r;
 }
 
 /** MLX layers: `X.weight` (U32) next to `X.scales`, parameters from config.json when it was dropped too. */

@@ -1,13 +1,13 @@
-import {
-  DEFAULT_INDEX_LIMITS, SafetensorsFile, TensorportError, openShardedCheckpoint, toFinding, validateSafetensors,
-  type ByteSource, type Finding, type TensorDescriptor,
-} from '@tensorport/core';
-import { fflateCodec, openNpy, openNpz } from '@tensorport/npz';
-import { allowedGlobals, openTorchCheckpoint, scanCheckpoint, type ScanReport } from '@tensorport/torch-zip';
-import type { SourcePool } from './files.ts';
+import { SafetensorsFile, TensorportError, toFinding, validateSafetensors, type Context, type Finding, type ShardedCheckpoint, type TensorDescriptor } from '@tensorport/core';
+import { allowedGlobals, scanCheckpoint, scanContext, type ScanReport } from '@tensorport/torch-zip';
+import type { AnyFormat } from 'tensorport';
 import type { PickleSection } from './report.ts';
 
-/** What one reader learned; the page's report is built from it. */
+/**
+ * What the page shows beside the library's reading of a drop: the pickle verdict for formats that
+ * hold pickles, and a note on what was (not) read. Which reader runs is the library's registry's
+ * choice, as for the CLI.
+ */
 export interface Reading {
   format: string;
   errors: Finding[];
@@ -18,7 +18,7 @@ export interface Reading {
   notes: string[];
 }
 
-function reading(format: string): Reading {
+export function reading(format: string): Reading {
   return { format, errors: [], warnings: [], metadata: null, tensors: [], pickle: null, notes: [] };
 }
 
@@ -33,9 +33,22 @@ async function guarded(r: Reading, body: () => Promise<void>): Promise<Reading> 
   return r;
 }
 
-/** The header: 8 bytes, then N bytes, nothing else. */
-export async function readSafetensors(source: ByteSource): Promise<Reading> {
+/** The format's own reader through the library, its warnings and tensors copied into the reading. */
+async function opened(r: Reading, format: AnyFormat, ctx: Context, note?: string): Promise<Reading> {
+  return guarded(r, async () => {
+    const cp = await format.open(ctx);
+    r.format = cp.format;
+    if ('warnings' in cp && Array.isArray(cp.warnings)) r.warnings.push(...(cp.warnings as Finding[]));
+    r.metadata = cp.metadata;
+    r.tensors = cp.tensors;
+    if (note) r.notes.push(note);
+  });
+}
+
+/** The header: 8 bytes, then N bytes, nothing else; validated exactly as the safetensors crate does. */
+async function readSafetensorsFile(ctx: Context): Promise<Reading> {
   const r = reading('safetensors');
+  const source = await ctx.source();
   const v = await validateSafetensors(source);
   r.errors.push(...v.errors);
   r.warnings.push(...v.warnings);
@@ -48,49 +61,41 @@ export async function readSafetensors(source: ByteSource): Promise<Reading> {
   return r;
 }
 
-/** The index (read whole, bounded) and every shard's header. */
-export async function readSharded(pool: SourcePool, indexName: string): Promise<Reading> {
-  const r = reading('safetensors-sharded');
-  return guarded(r, async () => {
-    const bytes = await pool.readSmall(indexName, DEFAULT_INDEX_LIMITS.maxBytes);
-    const cp = await openShardedCheckpoint(bytes, async (file) => pool.open(file));
-    r.warnings.push(...cp.warnings);
-    for (const s of cp.shards) r.warnings.push(...s.checkpoint.header.warnings.map((w) => ({ ...w, path: w.path ?? s.file })));
-    r.metadata = cp.metadata;
-    r.tensors = cp.tensors;
-    r.notes.push(`${cp.shards.length} shard header(s) checked against the index; tensor data is not read.`);
-  });
-}
-
-/** The ZIP central directory, each member's local header and .npy header; pickles, if any, are scanned. */
-export async function readNpz(source: ByteSource): Promise<Reading> {
-  const r = reading('npz');
-  const scan = await scanCheckpoint(source, { path: source.name, zipCodec: fflateCodec });
-  if (scan.pickles > 0 || !scan.safe) r.pickle = pickleSection(scan);
-  return guarded(r, async () => {
-    const cp = await openNpz(source, { codec: fflateCodec });
-    r.warnings.push(...cp.warnings);
-    r.tensors = cp.tensors;
-    r.notes.push('Array data is not read, so member CRC-32s are not checked here (tensorport validate checks them).');
-  });
-}
-
-/** A single .npy: its header only. */
-export async function readNpy(source: ByteSource): Promise<Reading> {
-  const r = reading('npy');
-  return guarded(r, async () => {
-    const cp = await openNpy(source);
-    r.warnings.push(...cp.warnings);
-    r.tensors = cp.tensors;
-  });
+/** Reads a drop with the format the registry chose. */
+export async function readWith(format: AnyFormat, ctx: Context): Promise<Reading> {
+  const sharded = ctx.entry === null || ctx.entry.endsWith('.index.json');
+  switch (format.name) {
+    case 'safetensors': {
+      if (!sharded) return readSafetensorsFile(ctx);
+      const r = reading('safetensors-sharded');
+      return guarded(r, async () => {
+        const cp = (await format.open(ctx)) as ShardedCheckpoint;
+        r.warnings.push(...cp.warnings);
+        for (const s of cp.shards) r.warnings.push(...s.checkpoint.header.warnings.map((w) => ({ ...w, path: w.path ?? s.file })));
+        r.metadata = cp.metadata;
+        r.tensors = cp.tensors;
+        r.notes.push(`${cp.shards.length} shard header(s) checked against the index; tensor data is not read.`);
+      });
+    }
+    case 'torch':
+      return sharded ? opened(reading('torch-sharded'), format, ctx, 'Every shard was scanned before it was opened; storage data is not read.') : readTorch(format, ctx);
+    case 'npz': {
+      const r = reading('npz');
+      const scan = await scanContext(ctx);
+      if (scan.pickles > 0 || !scan.safe) r.pickle = pickleSection(scan);
+      return opened(r, format, ctx, 'Array data is not read, so member CRC-32s are not checked here (tensorport validate checks them).');
+    }
+    default:
+      return opened(reading(format.name), format, ctx);
+  }
 }
 
 /**
  * A torch.save file: first the pickle scan (every global it would import, judged against the
  * allowlist, nothing executed); only a safe file is then opened to list its tensors.
  */
-export async function readTorch(source: ByteSource): Promise<Reading> {
-  const scan = await scanCheckpoint(source, { path: source.name, zipCodec: fflateCodec });
+async function readTorch(format: AnyFormat, ctx: Context): Promise<Reading> {
+  const scan = await scanContext(ctx);
   const r = reading(scan.format === 'pickle' ? 'torch-legacy' : scan.format);
   r.pickle = pickleSection(scan);
   r.errors.push(...scan.findings);
@@ -98,18 +103,12 @@ export async function readTorch(source: ByteSource): Promise<Reading> {
     r.notes.push('The pickle references globals outside the allowlist (or is malformed), so the checkpoint was not opened. Nothing was executed.');
     return r;
   }
-  return guarded(r, async () => {
-    const cp = await openTorchCheckpoint(source, { zipCodec: fflateCodec });
-    r.format = cp.format;
-    r.warnings.push(...cp.warnings);
-    r.metadata = cp.metadata;
-    r.tensors = cp.tensors;
-    r.notes.push('Storage data is not read: tensor extents are checked against storage sizes, bytes are not streamed (tensorport validate streams them).');
-  });
+  return opened(r, format, ctx, 'Storage data is not read: tensor extents are checked against storage sizes, bytes are not streamed (tensorport validate streams them).');
 }
 
 /** A bare pickle stream: the scan is all there is to show. */
-export async function readPickle(source: ByteSource): Promise<Reading> {
+export async function readPickle(ctx: Context): Promise<Reading> {
+  const source = await ctx.source();
   const scan = await scanCheckpoint(source, { path: source.name });
   const r = reading('pickle');
   r.pickle = pickleSection(scan);
