@@ -4,7 +4,7 @@
  */
 export {
   TensorportError, ERROR_CODES, FolderContext, MemoryFolder, MemoryTarget, memoryContext, safetensorsFormat,
-  type Checkpoint, type Context, type ErrorCode, type Finding, type Folder, type Format, type OutputTarget,
+  type Checkpoint, type Context, type ErrorCode, type WarningCode, type Finding, type Folder, type Format, type OutputTarget,
   type TensorDescriptor, type ValidationReport, type WriteResult,
 } from '@tensorport/core';
 export { npzFormat, npyFormat } from '@tensorport/npz';
