@@ -338,6 +338,22 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
       }
       for (const x of results) check(group, x.entry, x.ok, x.detail);
     }
+    // Types as a TypeScript user resolves them (nodenext: the import and the require conditions),
+    // with the declarations themselves checked too (skipLibCheck off), against the workspace's pinned tsc.
+    const specs = [...entries, ...[...NOT_LIBRARIES].filter((s) => packedByName.has(s.split('/').slice(0, s.startsWith('@') ? 2 : 1).join('/')))];
+    const esmTypes = specs.map((s, i) => `import * as m${i} from '${s}';`).join('\n') + `\nexport const all = [${specs.map((_, i) => `m${i}`).join(', ')}];\n`;
+    const cjsTypes = specs.map((s, i) => `import m${i} = require('${s}');`).join('\n') + `\nexport const all = [${specs.map((_, i) => `m${i}`).join(', ')}];\n`;
+    await writeFile(join(app, 'types-esm.mts'), esmTypes);
+    await writeFile(join(app, 'types-cjs.cts'), cjsTypes);
+    await writeFile(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, typeRoots: [join(ROOT, 'node_modules/@types')], types: ['node'] },
+        files: ['types-esm.mts', 'types-cjs.cts'],
+      }),
+    );
+    const tsc = await run('node', [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app });
+    check('types', `tsc (nodenext) resolves and checks the declarations of ${specs.length} entry points under import and require`, tsc.status === 0, tsc.status === 0 ? '' : tail(tsc));
     check('time', 'whole run', true, `${((Date.now() - started) / 1000).toFixed(1)} s`);
     return { checks, dir: work };
   } catch (e) {

@@ -4,7 +4,7 @@
  * into an empty directory under the OS temp dir and runs the CLI, the README examples and every
  * entry point under import() and require() there. Needs the packages built (turbo's test task
  * builds this package's dependencies, which are all of them) and the npm registry for commander
- * and fflate. About 45 s on a loaded 2-core machine, most of it npx, pnpm and npm start-up.
+ * and fflate. 45 to 90 s on a loaded 2-core machine, most of it npx, pnpm and npm start-up.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -60,5 +60,9 @@ describe('packed tarballs installed with npm in an empty directory', () => {
 
   it('under require(), every entry point throws the one TensorportError class', () => {
     expect(failures('cjs')).toEqual([]);
+  });
+
+  it('TypeScript (nodenext) resolves and checks every entry point's declarations under import and require', () => {
+    expect(failures('types')).toEqual([]);
   });
 });
