@@ -68,24 +68,30 @@ export function dequantizeFp(words: Uint32Array, scales: Uint8Array, options: Fp
   const f = Math.fround;
   // global / 2688: an f32 division in both paths (2688 is exact in every T).
   const inv = options.globalScale === undefined ? null : f(f(options.globalScale) / NVFP4_GLOBAL_DIVISOR);
+  // Every group with the same scale byte decodes alike: one table of outputs per byte seen.
+  const elements = bits === 4 ? FP4_VALUES : E4M3_VALUES;
+  const tables = new Array<Float32Array | undefined>(256);
   for (let g = 0; g < scales.length; g++) {
     const byte = scales[g]!;
-    let s: number;
-    if (mode === 'nvfp4') {
-      s = E4M3_VALUES[byte]!;
-      if (inv !== null) s = f(s * inv);
-    } else if (cpu) {
-      s = roundTo(dtype, 2 ** (byte - 127)); // power(T(2), T(byte) - T(127)): 2^128 is Inf in every T
-    } else {
-      s = byte === 0xff ? Infinity : 2 ** (byte - 127);
-    }
-    const start = g * groupSize;
-    for (let j = start, end = start + groupSize; j < end; j++) {
-      const e = bits === 4 ? FP4_VALUES[codes[j]!]! : E4M3_VALUES[codes[j]!]!;
+    let table = tables[byte];
+    if (!table) {
+      let s: number;
+      if (mode === 'nvfp4') {
+        s = E4M3_VALUES[byte]!;
+        if (inv !== null) s = f(s * inv);
+      } else if (cpu) {
+        s = roundTo(dtype, 2 ** (byte - 127)); // power(T(2), T(byte) - T(127)): 2^128 is Inf in every T
+      } else {
+        s = byte === 0xff ? Infinity : 2 ** (byte - 127);
+      }
+      table = new Float32Array(elements.length);
       // Element and scale carry few significant bits: the f64 product is exact, and the f32
       // rounding only matters for overflow and (with a global scale) the product itself.
-      dst[j] = roundTo(dtype, f(e * s));
+      for (let k = 0; k < elements.length; k++) table[k] = roundTo(dtype, f(elements[k]! * s));
+      tables[byte] = table;
     }
+    const start = g * groupSize;
+    for (let j = start, end = start + groupSize; j < end; j++) dst[j] = table[codes[j]!]!;
   }
   return dst;
 }
