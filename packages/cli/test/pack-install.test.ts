@@ -62,7 +62,7 @@ describe('packed tarballs installed with npm in an empty directory', () => {
     expect(failures('cjs')).toEqual([]);
   });
 
-  it('TypeScript (nodenext) resolves and checks every entry point's declarations under import and require', () => {
+  it('TypeScript (nodenext) resolves and checks the declarations of every entry point under import and require', () => {
     expect(failures('types')).toEqual([]);
   });
 });
