@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BytesSource, TensorportError, crc32, openZip } from '../src/index.ts';
+import { rng } from '../../mlx/test/helpers/random.ts';
 import { requirePython, runPython } from './helpers/python.ts';
 
 /**
@@ -31,18 +32,6 @@ function central(m: Member): number[] {
 }
 function eocd(entries: number, cdSize: number, cdOffset: number, commentLength: number): number[] {
   return [...u32(0x06054b50), ...u16(0), ...u16(0), ...u16(entries), ...u16(entries), ...u32(cdSize), ...u32(cdOffset), ...u16(commentLength)];
-}
-
-/** A small deterministic PRNG (mulberry32): the same archives on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**
