@@ -30,7 +30,7 @@ describe('ggufFormat', () => {
     let progress = 0;
     await ggufFormat.write!([w, b], new Map([['general.architecture', 'test']]), target, { type: 'Q8_0', onProgress: (d) => (progress = d) });
     expect(progress).toBeGreaterThan(0);
-    const back = await ggufFormat.open(await target.reopen([]));
+    const back = await ggufFormat.open(await target.reopen());
     expect(back.metadata?.get('general.architecture')).toBe('test');
     expect(back.tensors.map((t) => [t.name, t.dtype, t.shape])).toEqual([['w', 'U8', [2, 34]], ['b', 'F32', [32]]]);
     expect(Buffer.from(await bytesOf(back.tensors[0]!)).equals(Buffer.from(quantizeBlocks('Q8_0', x)))).toBe(true);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { BytesSource, type TensorDescriptor } from '@tensorport/core';
+import { BytesSource } from '@tensorport/core';
 import type { GgufArray, GgufValue } from '../src/index.ts';
 
 export const FIX = new URL('../../../fixtures/gguf/', import.meta.url);
@@ -28,17 +28,7 @@ export interface Manifest {
 }
 export const manifest = async (rel: string): Promise<Manifest> => JSON.parse(new TextDecoder().decode(await fixture(rel + '.json'))) as Manifest;
 
-export async function bytesOf(t: TensorDescriptor, chunkSize?: number): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  for await (const c of t.chunks(chunkSize)) parts.push(c.slice());
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.byteLength;
-  }
-  return out;
-}
+export { bytesOf } from '../../npz/test/helpers.ts';
 
 export const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 

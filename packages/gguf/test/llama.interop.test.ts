@@ -22,7 +22,7 @@ class _NoVision:
     def find_spec(self, name, path=None, target=None):
         if name.split('.')[0] in ('torchvision', 'PIL'): raise ImportError(name)
 sys.meta_path.insert(0, _NoVision())
-import numpy as np, torch
+import copy, numpy as np, torch
 from transformers import LlamaForCausalLM
 from gguf import GGUFReader, quants, GGMLQuantizationType as T
 src, out = sys.argv[1], sys.argv[2]
@@ -36,7 +36,7 @@ def is_matrix(n, p): return p.dim() >= 2
 for outtype, through in [('F32', None), ('F16', 'f16'), ('Q8_0', 'q8')]:
     m = LlamaForCausalLM.from_pretrained(out + '/' + outtype, dtype=torch.float32)
     got = logits(m)
-    expect = LlamaForCausalLM.from_pretrained(src, dtype=torch.float32)
+    expect = copy.deepcopy(orig)
     with torch.no_grad():
         for n, p in expect.named_parameters():
             if not is_matrix(n, p) or through is None: continue

@@ -59,12 +59,17 @@ function scaleMin(b: Uint8Array, p: number, t: number, out: Int32Array): void {
   }
 }
 
-export function q4_k(b: Uint8Array, y: Float32Array, n: number): void {
+/**
+ * Q4_K and Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; `qh` (Q5_K only) adds bit 4 of
+ * element 32t + j at bit t of qh[j].
+ */
+function q45k(b: Uint8Array, y: Float32Array, n: number, size: number, qh: number | null): void {
   const h = halfTable();
   const f = Math.fround;
   const sm = new Int32Array(2);
+  const qsAt = qh === null ? 16 : 48;
   for (let k = 0; k < n; k++) {
-    const o = k * 144;
+    const o = k * size;
     const d = half(h, b, o);
     const dmin = half(h, b, o + 2);
     const base = k * 256;
@@ -72,35 +77,19 @@ export function q4_k(b: Uint8Array, y: Float32Array, n: number): void {
       scaleMin(b, o + 4, t, sm);
       const dl = f(d * sm[0]!);
       const ml = f(dmin * sm[1]!);
-      const qo = o + 16 + 32 * (t >> 1);
-      const shift = (t & 1) * 4;
-      for (let j = 0; j < 32; j++) y[base + 32 * t + j] = f(dl * ((b[qo + j]! >> shift) & 15)) - ml;
-    }
-  }
-}
-
-export function q5_k(b: Uint8Array, y: Float32Array, n: number): void {
-  const h = halfTable();
-  const f = Math.fround;
-  const sm = new Int32Array(2);
-  for (let k = 0; k < n; k++) {
-    const o = k * 176;
-    const d = half(h, b, o);
-    const dmin = half(h, b, o + 2);
-    const base = k * 256;
-    for (let t = 0; t < 8; t++) {
-      scaleMin(b, o + 4, t, sm);
-      const dl = f(d * sm[0]!);
-      const ml = f(dmin * sm[1]!);
-      const qo = o + 48 + 32 * (t >> 1);
+      const qo = o + qsAt + 32 * (t >> 1);
       const shift = (t & 1) * 4;
       for (let j = 0; j < 32; j++) {
-        const q = ((b[qo + j]! >> shift) & 15) | (((b[o + 16 + j]! >> t) & 1) << 4);
+        const lo = (b[qo + j]! >> shift) & 15;
+        const q = qh === null ? lo : lo | (((b[o + qh + j]! >> t) & 1) << 4);
         y[base + 32 * t + j] = f(dl * q) - ml;
       }
     }
   }
 }
+
+export const q4_k = (b: Uint8Array, y: Float32Array, n: number): void => q45k(b, y, n, 144, null);
+export const q5_k = (b: Uint8Array, y: Float32Array, n: number): void => q45k(b, y, n, 176, 16);
 
 export function q6_k(b: Uint8Array, y: Float32Array, n: number): void {
   const h = halfTable();

@@ -1,4 +1,5 @@
-import { TensorportError, exactChunks, type TensorDescriptor } from '@tensorport/core';
+import { TensorportError, type TensorDescriptor } from '@tensorport/core';
+import { mapUnits } from '../blocks-stream.ts';
 import { redescribe } from '../descriptor.ts';
 
 /**
@@ -22,8 +23,8 @@ export function qkRowOrder(headDim: number, toGguf: boolean): Int32Array {
 
 /**
  * `desc` with its rows (axis 0, `rowBytes` each) permuted per head as qkRowOrder says. Rows move
- * whole, so this works on float rows and on rows of quantized blocks alike. Streams one head
- * (headDim rows) at a time.
+ * whole, so this works on float rows and on rows of quantized blocks alike. Streams whole heads
+ * (headDim rows each), about a chunk at a time.
  */
 export function permuteQK<T extends TensorDescriptor>(desc: T, heads: number, rowBytes: number, toGguf: boolean): T {
   const rows = rowBytes === 0 ? 0 : desc.byteLength / rowBytes;
@@ -33,26 +34,14 @@ export function permuteQK<T extends TensorDescriptor>(desc: T, heads: number, ro
   const headDim = rows / heads;
   const order = qkRowOrder(headDim, toGguf);
   const headBytes = headDim * rowBytes;
-  return redescribe(desc, desc.name, async function* () {
-    const head = new Uint8Array(headBytes);
-    let filled = 0;
-    const emit = (): Uint8Array => {
-      const out = new Uint8Array(headBytes);
-      for (let r = 0; r < headDim; r++) out.set(head.subarray(order[r]! * rowBytes, (order[r]! + 1) * rowBytes), r * rowBytes);
-      return out;
-    };
-    for await (const c of exactChunks(desc)) {
-      let pos = 0;
-      while (pos < c.byteLength) {
-        const take = Math.min(headBytes - filled, c.byteLength - pos);
-        head.set(c.subarray(pos, pos + take), filled);
-        filled += take;
-        pos += take;
-        if (filled === headBytes) {
-          yield emit();
-          filled = 0;
-        }
+  return redescribe(desc, desc.name, (chunkSize?: number) =>
+    mapUnits(desc, headBytes, headBytes, (src, n) => {
+      const out = new Uint8Array(n * headBytes);
+      for (let h = 0; h < n; h++) {
+        const base = h * headBytes;
+        for (let r = 0; r < headDim; r++) out.set(src.subarray(base + order[r]! * rowBytes, base + (order[r]! + 1) * rowBytes), base + r * rowBytes);
       }
-    }
-  });
+      return out;
+    }, chunkSize),
+  );
 }
