@@ -1,12 +1,3 @@
-import { defineConfig } from 'tsup';
+import { packageConfig } from '../../tsup.shared.ts';
 
-export default defineConfig({
-  entry: { index: 'src/index.ts' },
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node20',
-  platform: 'neutral',
-  external: [/^node:/, /^@tensorport\//],
-});
+export default packageConfig({ entry: { index: 'src/index.ts' } });

@@ -16,3 +16,4 @@ export { llamaTokenizerMetadata, TOKEN_TYPE } from './llama/tokenizer.ts';
 export { llamaToGguf, llamaFromGguf, type LlamaToGgufOptions, type LlamaToGgufResult, type LlamaFromGgufOptions, type LlamaFromGgufResult } from './llama/convert.ts';
 export { mlxAffineToGguf, type MlxAffineWeight, type MlxToGgufOptions, type MlxToGgufReport } from './mlx.ts';
 export { ggufFormat, type GgufOpenOptions, type GgufFormatWriteOptions } from './format.ts';
+export { summarizeGguf, type GgufSummary } from './summary.ts';

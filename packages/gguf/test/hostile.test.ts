@@ -61,6 +61,8 @@ describe('header', () => {
     expect((await refuse(bad, 'GgufInvalidMagic')).offset).toBe(0);
     for (const version of [0, 1, 4]) expect((await refuse(raw({ version }), 'GgufUnsupportedVersion')).offset).toBe(4);
     await refuse(raw({ version: 0x03000000 }), 'GgufBigEndian');
+    // A real one, from GGUFWriter(endianess=BIG).
+    expect((await refuse(await fixture('big-endian.gguf'), 'GgufBigEndian')).offset).toBe(4);
     expect((await openGguf(new BytesSource(raw({ version: 2 })))).version).toBe(2);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { openGguf } from '../src/index.ts';
+import { openGguf, summarizeGguf } from '../src/index.ts';
 import { asManifestValue, bytesOf, fixtureSource, manifest, sha256 } from './helpers.ts';
 
 describe.each(['tiny.gguf', 'kitchen.gguf'])('%s (written by gguf-py GGUFWriter)', (file) => {
@@ -84,5 +84,14 @@ describe('kitchen.gguf', () => {
     expect(i32.dims).toEqual([4, 3, 2, 1]);
     expect(i32.shape).toEqual([1, 2, 3, 4]);
     expect(i32.dtype).toBe('I32');
+  });
+});
+
+describe('summarizeGguf', () => {
+  it('counts parameters and bits per weight per type', async () => {
+    const s = summarizeGguf(await openGguf(await fixtureSource('tiny.gguf')));
+    expect(s).toMatchObject({ architecture: 'test', tensors: 2, parameters: 38, bytes: 58, tokenizer: null });
+    expect(s.types).toEqual({ F32: { tensors: 1, parameters: 6, bitsPerWeight: 32 }, Q8_0: { tensors: 1, parameters: 32, bitsPerWeight: 8.5 } });
+    expect(s.bitsPerWeight).toBeCloseTo((58 * 8) / 38);
   });
 });
