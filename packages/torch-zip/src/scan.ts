@@ -159,9 +159,8 @@ async function scanSource(source: ByteSource, report: Report, opts: CheckpointSc
     }
     if (startsWith(head, NPY_MAGIC)) {
       const name = opts.path ?? source.name;
-      const bytes = await readAll(source, opts);
-      const at = npyPickleOffset(bytes, name);
-      if (at !== null) scanStream(bytes, at, report, { ...opts, path: name });
+      const at = npyPickleOffset(await npyHeader((n) => source.read(0, Math.min(n, source.size))), name);
+      if (at !== null) scanStream(await readAll(source, opts), at, report, { ...opts, path: name });
       return 'pickle';
     }
     if (isTarHeader(head)) await scanTar(source, report, opts);
@@ -290,9 +289,7 @@ async function scanMember(zip: ZipArchive, e: ZipEntry, first: Uint8Array, npy: 
   const max = opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES;
   const memberOpts = { ...opts, path: e.name };
   if (npy) {
-    // the header first (numpy's allow_pickle load has no header size limit): the data only if it is a pickle
-    const prefix = await zip.readPrefix(e, Math.min(e.uncompressedSize, 1 << 20));
-    const at = npyPickleOffset(prefix, e.name);
+    const at = npyPickleOffset(await npyHeader((n) => zip.readPrefix(e, n)), e.name);
     if (at === null) return;
     if (e.uncompressedSize > max) throw new TensorportError('PickleLimitExceeded', `${e.name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: e.name });
     scanStream(await zip.readPrefix(e, e.uncompressedSize), at, report, memberOpts);
@@ -308,6 +305,17 @@ async function scanMember(zip: ZipArchive, e: ZipEntry, first: Uint8Array, npy: 
   }
   if (e.uncompressedSize > max) throw new TensorportError('PickleLimitExceeded', `${e.name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: e.name });
   scanStream(await zip.readPrefix(e, e.uncompressedSize), 0, report, memberOpts);
+}
+
+/** numpy's allow_pickle load has no header size limit; ours is 1 MiB (a longer header is a finding). */
+const MAX_NPY_HEADER = 1 << 20;
+
+/** The header of a .npy (magic through the header dict), read through `read(length)`: the data only if it is a pickle. */
+async function npyHeader(read: (length: number) => Promise<Uint8Array>): Promise<Uint8Array> {
+  const first = await read(256);
+  if (first.byteLength < 12) return first;
+  const len = first[6] === 1 ? 10 + (first[8]! | (first[9]! << 8)) : 12 + new DataView(first.buffer, first.byteOffset).getUint32(8, true);
+  return len <= first.byteLength ? first : read(Math.min(len, MAX_NPY_HEADER));
 }
 
 async function readAll(source: ByteSource, opts: ScanOptions): Promise<Uint8Array> {
