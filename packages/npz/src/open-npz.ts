@@ -29,6 +29,9 @@ export interface NpzCheckpoint extends Checkpoint {
  * one `.npy` removed (`/` kept). Members that are not .npy (no magic and no `.npy` suffix) are
  * skipped with a warning, as are directory entries.
  */
+/** Member headers read concurrently while opening (each is one small read). */
+const PREFIX_READ_AHEAD = 64;
+
 export async function openNpz(source: ByteSource, options: NpzReadOptions = {}): Promise<NpzCheckpoint> {
   const warnings: Finding[] = [];
   const warn = (f: Finding) => {
@@ -39,10 +42,23 @@ export async function openNpz(source: ByteSource, options: NpzReadOptions = {}):
   const zip = options.archive ?? (await openZip(source, { ...options, codec }));
   const tensors: TensorDescriptor[] = [];
   const seen = new Map<string, string>();
-  for (const entry of zip.entries) {
-    if (entry.name.endsWith('/') && entry.uncompressedSize === 0) continue;
+  const members = zip.entries.filter((e) => !(e.name.endsWith('/') && e.uncompressedSize === 0));
+  // Headers are read ahead, a window at a time: one awaited read per member made a 100k-member npz
+  // spend minutes waiting on the file system (docs/benchmarks.md, "Many tensors").
+  const ahead: Array<Promise<Uint8Array> | undefined> = [];
+  const start = (i: number): void => {
+    if (i >= members.length) return;
+    const p = readNpyPrefix((n) => zip.readPrefix(members[i]!, n), options);
+    p.catch(() => {}); // awaited below in order; a later one failing must not be an unhandled rejection
+    ahead[i] = p;
+  };
+  for (let i = 0; i < PREFIX_READ_AHEAD; i++) start(i);
+  for (let i = 0; i < members.length; i++) {
+    const entry = members[i]!;
     const name = entry.name.endsWith('.npy') ? entry.name.slice(0, -4) : entry.name;
-    const prefix = await readNpyPrefix((n) => zip.readPrefix(entry, n), options);
+    const prefix = await ahead[i]!;
+    ahead[i] = undefined;
+    start(i + PREFIX_READ_AHEAD);
     if (!entry.name.endsWith('.npy') && !startsWithNpyMagic(prefix)) {
       warn({ code: 'NpzSkippedMember', message: `member ${JSON.stringify(entry.name)} is not a .npy; skipped`, tensor: entry.name });
       continue;

@@ -3,19 +3,38 @@
  * `weights_only` unpickler accepts in 1.13 and 2.x (no BINFLOAT, no memo, no protocol-4 framing).
  */
 export class PickleWriter {
-  private readonly parts: Uint8Array[] = [];
+  // One growing buffer: a state dict of 100k tensors is ~30 opcodes each, and an array of that many
+  // small Uint8Arrays cost ~15 KB per tensor in object headers and GC time (docs/benchmarks.md).
+  private buf = new Uint8Array(4096);
   private size = 0;
   private readonly enc = new TextEncoder();
+  /** GLOBAL lines are the same few strings again and again. */
+  private readonly globals = new Map<string, Uint8Array>();
 
-  private bytes(b: Uint8Array | number[]): this {
-    const u = b instanceof Uint8Array ? b : Uint8Array.from(b);
-    this.parts.push(u);
-    this.size += u.byteLength;
+  private reserve(n: number): void {
+    if (this.size + n <= this.buf.byteLength) return;
+    let cap = this.buf.byteLength * 2;
+    while (cap < this.size + n) cap *= 2;
+    const next = new Uint8Array(cap);
+    next.set(this.buf.subarray(0, this.size));
+    this.buf = next;
+  }
+
+  private bytes(b: Uint8Array): this {
+    this.reserve(b.byteLength);
+    this.buf.set(b, this.size);
+    this.size += b.byteLength;
+    return this;
+  }
+
+  private byte(...codes: number[]): this {
+    this.reserve(codes.length);
+    for (const c of codes) this.buf[this.size++] = c;
     return this;
   }
 
   op(...codes: number[]): this {
-    return this.bytes(codes);
+    return this.byte(...codes);
   }
 
   proto(): this {
@@ -24,16 +43,28 @@ export class PickleWriter {
 
   /** GLOBAL 'module name' */
   global(module: string, name: string): this {
-    return this.bytes(this.enc.encode(`c${module}\n${name}\n`));
+    const key = `c${module}\n${name}\n`;
+    let b = this.globals.get(key);
+    if (b === undefined) {
+      b = this.enc.encode(key);
+      this.globals.set(key, b);
+    }
+    return this.bytes(b);
   }
 
   /** BINUNICODE: a 4-byte length, then UTF-8. */
   str(s: string): this {
-    const b = this.enc.encode(s);
-    const h = new Uint8Array(5);
-    h[0] = 0x58;
-    new DataView(h.buffer).setUint32(1, b.byteLength, true);
-    return this.bytes(h).bytes(b);
+    // UTF-8 needs at most 3 bytes per UTF-16 code unit: encode in place after the 5-byte header.
+    this.reserve(5 + 3 * s.length);
+    const { written } = this.enc.encodeInto(s, this.buf.subarray(this.size + 5));
+    const at = this.size;
+    this.buf[at] = 0x58;
+    this.buf[at + 1] = written & 0xff;
+    this.buf[at + 2] = (written >>> 8) & 0xff;
+    this.buf[at + 3] = (written >>> 16) & 0xff;
+    this.buf[at + 4] = (written >>> 24) & 0xff;
+    this.size += 5 + written;
+    return this;
   }
 
   /** The smallest int opcode CPython would use for a non-negative integer. */
@@ -70,12 +101,6 @@ export class PickleWriter {
   stop(): this { return this.op(0x2e); }
 
   finish(): Uint8Array {
-    const out = new Uint8Array(this.size);
-    let p = 0;
-    for (const part of this.parts) {
-      out.set(part, p);
-      p += part.byteLength;
-    }
-    return out;
+    return this.buf.slice(0, this.size);
   }
 }
