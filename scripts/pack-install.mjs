@@ -299,6 +299,8 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     for (const [name, { base }] of packedByName) {
       const readme = await readFile(join(base, 'README.md'), 'utf8').catch(() => '');
       const blocks = [...readme.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+      const opened = readme.match(/^```js$/gm)?.length ?? 0;
+      if (opened !== blocks.length) check('readme', `${name} README`, false, `${opened - blocks.length} js block(s) never closed`);
       for (const [i, code] of blocks.entries()) {
         const file = `readme-${name.replace(/^@/, '').replace('/', '-')}-${i + 1}.mjs`;
         await writeFile(join(app, file), code);
