@@ -5,7 +5,6 @@ import { mapUnits } from './blocks-stream.ts';
 import { canDequantize, dequantizeBlocks } from './dequant/index.ts';
 import { ggmlTypeByName, type GgmlType } from './ggml-types.ts';
 import { canQuantize, quantizeBlocks } from './quant/quantize.ts';
-import type { GgufTensor } from './read.ts';
 import type { GgufWriteTensor } from './write.ts';
 
 /** A tensor in ggml blocks: a GgufTensor, or what quantizeDescriptor / MLX repacking produce. */
@@ -26,7 +25,7 @@ function narrow(y: Float32Array, to: CastTarget): Uint8Array {
  * streaming (bit for bit as gguf-py to F32, then core's exact round-to-nearest-even casts).
  * Plain float tensors are cast with core's casts directly.
  */
-export function dequantizedDescriptor(t: BlockTensor | GgufTensor, to: CastTarget = 'F32'): TensorDescriptor {
+export function dequantizedDescriptor(t: BlockTensor, to: CastTarget = 'F32'): TensorDescriptor {
   const type = t.ggmlType;
   if (type.dtype) {
     if (type.dtype !== 'F32' && type.dtype !== 'F16' && type.dtype !== 'BF16' && type.dtype !== 'F64') {
