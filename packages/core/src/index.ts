@@ -5,7 +5,7 @@ export { exactChunks } from './tensor-chunks.ts';
 export { checkRange, readChunks, BytesSource, BlobSource, SliceSource, DEFAULT_CHUNK, type ByteSource } from './io/source.ts';
 export { MemorySink, type ByteSink } from './io/sink.ts';
 export { compareUtf8, writeOrder } from './safetensors/order.ts';
-export { planSafetensors, writeSafetensors, streamSafetensors, abortQuietly, type TensorLayout, type MetadataInput, type SafetensorsPlan, type WriteOptions } from './safetensors/writer.ts';
+export { planSafetensors, writeSafetensors, streamSafetensors, abortQuietly, outputMetadata, type TensorLayout, type MetadataInput, type SafetensorsPlan, type WriteOptions } from './safetensors/writer.ts';
 export * from './zip/index.ts';
 export { parseJson, JsonCursor, SERDE_MAX_DEPTH, type JsonValue, type JsonObject, type JsonEntry, type JsonNumber, type JsonOptions } from './safetensors/json.ts';
 export { parseHeaderBytes, readHeader, validateSafetensors, firstInvalidUtf8, MAX_HEADER_SIZE, type HeaderTensor, type SafetensorsHeader, type ValidationResult } from './safetensors/header.ts';

@@ -89,13 +89,14 @@ describe('writeSharded', () => {
     const f = (k: number) => `model-0000${k}-of-00004.safetensors`;
     expect(r.files).toEqual([f(1), f(2), f(3), f(4), 'model.safetensors.index.json']);
     expect(r.index).toEqual({
-      metadata: { total_size: 107 },
+      // total_parameters as transformers' save_pretrained writes it: 8 + 8 + 20 + 3 elements
+      metadata: { total_parameters: 39, total_size: 107 },
       weight_map: { 'layer.0.w': f(1), 'layer.1.w': f(2), embed: f(3), mask: f(4) },
     });
     expect([...dir.sinks.values()].every((s) => s.state === 'committed')).toBe(true);
     const text = new TextDecoder().decode(dir.file('model.safetensors.index.json'));
     expect(text).toBe(
-      '{\n  "metadata": {\n    "total_size": 107\n  },\n  "weight_map": {\n' +
+      '{\n  "metadata": {\n    "total_parameters": 39,\n    "total_size": 107\n  },\n  "weight_map": {\n' +
         `    "embed": "${f(3)}",\n    "layer.0.w": "${f(1)}",\n` +
         `    "layer.1.w": "${f(2)}",\n    "mask": "${f(4)}"\n  }\n}\n`,
     );

@@ -5,13 +5,17 @@ import { DEFAULT_INDEX_LIMITS, parseShardIndex, SHARD_INDEX_FILE, SINGLE_CHECKPO
 import { openSafetensors, type SafetensorsFile } from './reader.ts';
 import { validateSafetensors } from './header.ts';
 import { openShardedCheckpoint, planShards, writeSharded, type ShardedCheckpoint } from './sharded.ts';
-import { writeSafetensors } from './writer.ts';
+import { outputMetadata, writeSafetensors } from './writer.ts';
 
 const INDEX_SUFFIX = '.safetensors.index.json';
 
 export interface SafetensorsWriteOptions {
   /** Directory outputs: largest shard in tensor bytes (default 5·10^9, HF's "5GB"). */
   maxShardSize?: number;
+  /** `__metadata__` entries added to (or replacing) the input's (`--metadata KEY=VALUE`). */
+  metadata?: Readonly<Record<string, string>>;
+  /** Entries for keys the input's metadata lacks; the convert pipeline passes `{"format": "pt"}`. */
+  defaultMetadata?: Readonly<Record<string, string>>;
 }
 
 /** Where a context's safetensors checkpoint starts: its index, or its single file. */
@@ -49,8 +53,9 @@ export const safetensorsFormat: Format<object, SafetensorsWriteOptions> = {
     return index !== null ? openShardedContext(ctx, index) : openSafetensors(await ctx.source(file!));
   },
 
-  async write(tensors, metadata, target, options = {}) {
+  async write(tensors, input, target, options = {}) {
     const progress = options.onProgress ? { onProgress: options.onProgress } : {};
+    const metadata = outputMetadata(input, options.metadata, options.defaultMetadata);
     if (!target.directory) {
       await target.prepare([SINGLE_CHECKPOINT_FILE]);
       const { bytes } = await writeSafetensors(tensors, metadata, await target.create(SINGLE_CHECKPOINT_FILE), progress);

@@ -102,12 +102,15 @@ export function shardFileName(index: number, count: number): string {
 /**
  * The index text exactly as transformers writes it: `json.dumps(index, indent=2, sort_keys=True)`
  * plus a newline. Python's default `ensure_ascii` escapes everything outside ' '..'~' as \uxxxx
- * (UTF-16 units, lowercase hex) except the short forms \" \\ \b \f \n \r \t.
+ * (UTF-16 units, lowercase hex) except the short forms \" \\ \b \f \n \r \t. With
+ * `totalParameters`, the metadata carries it before `total_size`, as transformers' save_pretrained
+ * writes `{"total_parameters": model.num_parameters(), "total_size": ...}` (sorted keys).
  */
-export function formatShardIndex(totalSize: number, weightMap: Iterable<readonly [string, string]>): string {
+export function formatShardIndex(totalSize: number, weightMap: Iterable<readonly [string, string]>, totalParameters?: number): string {
   const entries = [...weightMap].sort((a, b) => compareUtf8(a[0], b[0]));
   const body = entries.length === 0 ? '{}' : '{\n' + entries.map(([k, v]) => `    ${pyString(k)}: ${pyString(v)}`).join(',\n') + '\n  }';
-  return `{\n  "metadata": {\n    "total_size": ${totalSize}\n  },\n  "weight_map": ${body}\n}\n`;
+  const params = totalParameters === undefined ? '' : `    "total_parameters": ${totalParameters},\n`;
+  return `{\n  "metadata": {\n${params}    "total_size": ${totalSize}\n  },\n  "weight_map": ${body}\n}\n`;
 }
 
 const PY_SHORT: Record<number, string> = { 0x22: '\\"', 0x5c: '\\\\', 0x08: '\\b', 0x0c: '\\f', 0x0a: '\\n', 0x0d: '\\r', 0x09: '\\t' };

@@ -1,3 +1,4 @@
+import { elementCount } from '../dtype.ts';
 import { TensorportError, type Finding } from '../errors.ts';
 import type { ByteSink } from '../io/sink.ts';
 import type { ByteSource } from '../io/source.ts';
@@ -200,8 +201,8 @@ export interface WriteShardedOptions extends WriteOptions {
 export interface WriteShardedResult {
   /** File names written (shards, then the index when there is one). */
   files: string[];
-  /** The index as written (`{metadata: {total_size}, weight_map}`), or null for a single file. */
-  index: { metadata: { total_size: number }; weight_map: Record<string, string> } | null;
+  /** The index as written (`{metadata: {total_parameters, total_size}, weight_map}`), or null for a single file. */
+  index: { metadata: { total_parameters: number; total_size: number }; weight_map: Record<string, string> } | null;
   /** Bytes written over all files. */
   bytes: number;
 }
@@ -228,8 +229,10 @@ export async function writeSharded(
   let index: WriteShardedResult['index'] = null;
   if (sharded) {
     const weightMap = plans.flatMap((p) => p.indices.map((i) => [tensors[i]!.name, p.fileName] as const));
-    indexText = new TextEncoder().encode(formatShardIndex(totalData, weightMap));
-    index = { metadata: { total_size: totalData }, weight_map: Object.fromEntries(weightMap) };
+    // every written tensor's elements, as transformers' num_parameters() (tied names written once count once)
+    const totalParameters = tensors.reduce((n, t) => n + elementCount(t.shape), 0);
+    indexText = new TextEncoder().encode(formatShardIndex(totalData, weightMap, totalParameters));
+    index = { metadata: { total_parameters: totalParameters, total_size: totalData }, weight_map: Object.fromEntries(weightMap) };
   }
   const total = headerBytes.reduce((n, h) => n + h, 0) + totalData + (indexText?.byteLength ?? 0);
   let base = 0;

@@ -34,6 +34,24 @@ export interface WriteOptions {
   chunkSize?: number;
 }
 
+/**
+ * The metadata a safetensors output gets: the input's, with `extra` entries added or replaced, and
+ * `defaults` for keys it still lacks. `{"format": "pt"}` as a default is the pipeline's choice
+ * (transformers refuses, or fails on, a file without it); the writer itself adds nothing, so its
+ * bytes stay those of the reference's `save_file` for the same arguments. Null (no `__metadata__`)
+ * only when all three are empty.
+ */
+export function outputMetadata(input: MetadataInput, extra?: Readonly<Record<string, string>>, defaults?: Readonly<Record<string, string>>): ReadonlyMap<string, string> | null {
+  const base = metadataEntries(input);
+  const hasExtra = extra !== undefined && Object.keys(extra).length > 0;
+  const hasDefaults = defaults !== undefined && Object.keys(defaults).length > 0;
+  if (!hasExtra && !hasDefaults) return base === null ? null : new Map(base);
+  const out = new Map(base ?? []);
+  for (const [k, v] of Object.entries(extra ?? {})) out.set(k, v);
+  for (const [k, v] of Object.entries(defaults ?? {})) if (!out.has(k)) out.set(k, v);
+  return out;
+}
+
 /** The reference's `MAX_HEADER_SIZE` (10^8 bytes, not 100 MiB), checked after padding. */
 const MAX_HEADER_BYTES = 100_000_000;
 

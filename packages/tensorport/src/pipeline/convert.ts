@@ -75,6 +75,8 @@ export async function convert(options: ConvertOptions): Promise<ConvertReport> {
     const cast = dtype === undefined ? 0 : checkpoint.tensors.filter((t) => t.dtype !== dtype && isCastable(t.dtype)).length;
     if (dtype !== undefined) warnings.push(...keptDtypes(checkpoint.tensors, dtype));
     const result = await writer.write!(tensors, checkpoint.metadata, target, {
+      // transformers refuses (or crashes on) safetensors without `format` (issue 11 item 13)
+      ...(writer.name === 'safetensors' ? { defaultMetadata: DEFAULT_SAFETENSORS_METADATA } : {}),
       ...((options.write?.[writer.name] as object | undefined) ?? {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
@@ -90,6 +92,9 @@ export async function convert(options: ConvertOptions): Promise<ConvertReport> {
     await checkpoint.close();
   }
 }
+
+/** What a safetensors output's `__metadata__` gets when the input has no `format` entry (convert.py and transformers write `pt`). */
+export const DEFAULT_SAFETENSORS_METADATA: Readonly<Record<string, string>> = Object.freeze({ format: 'pt' });
 
 /** What the conversion reads: the input and every file its tensors point into (the shards). */
 function inputFiles(ctx: Context, checkpoint: Checkpoint): string[] {
