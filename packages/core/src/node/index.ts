@@ -1,4 +1,4 @@
-export * from './zlib.ts';
+export { nodeZlibCodec } from './zlib.ts';
 export { FileSource } from './file-source.ts';
 export { FileSink, type FileSinkOptions } from './file-sink.ts';
 export { pendingTempFiles } from './cleanup.ts';
