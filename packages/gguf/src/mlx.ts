@@ -184,3 +184,60 @@ function blockFromCodes(type: string, c: Uint8Array, at: number, s: number, b: n
   // GGML nibble order: byte j holds elements j and j + 16 (MLX packs 2j and 2j + 1).
   for (let j = 0; j < 16; j++) out[p + j] = (c[at + j]! & 15) | ((c[at + j + 16]! & 15) << 4);
 }
+
+/** One MLX `mxfp4` weight: packed U32 E2M1 codes [rows, cols/8] with U8 E8M0 scales [rows, cols/32]. */
+export interface MlxMxfp4Weight {
+  name: string;
+  weight: TensorDescriptor;
+  scales: TensorDescriptor;
+}
+
+/**
+ * MLX mxfp4 → GGUF MXFP4, losslessly: both store an E8M0 byte per 32 elements and E2M1 codes (ggml's
+ * doubled values with a scale of 2^(e−128) are MLX's 2^(e−127)·e2m1); only the nibble order changes.
+ * A scale byte 0xFF (MLX's non-finite scale) has no GGUF meaning and is refused. Values match
+ * MLX's f32 dequantization except the sign of zero (code 8 is −0 in MLX, +0 in ggml).
+ */
+export async function mlxMxfp4ToGguf(w: MlxMxfp4Weight): Promise<BlockTensor> {
+  const { name } = w;
+  if (w.weight.dtype !== 'U32' || w.scales.dtype !== 'U8' || w.weight.shape.length < 1) {
+    throw new TensorportError('MlxInvalidQuantization', `${name}: an mxfp4 weight is U32 codes with U8 scales`, { tensor: name });
+  }
+  const packedCols = w.weight.shape[w.weight.shape.length - 1]!;
+  const cols = packedCols * 8;
+  const rows = w.weight.byteLength / (packedCols * 4);
+  const blocks = cols / 32;
+  if (!Number.isInteger(blocks) || !Number.isInteger(rows) || w.scales.byteLength !== rows * blocks) {
+    throw new TensorportError('MlxInvalidQuantization', `${name}: ${w.scales.byteLength} scales for ${rows} rows of ${cols}`, { tensor: name });
+  }
+  const scales = await readAll(w.scales);
+  const bad = scales.indexOf(0xff);
+  if (bad >= 0) throw new TensorportError('MlxNonFiniteWeight', `${name}: group ${bad} has the non-finite scale byte 0xFF, which GGUF MXFP4 cannot hold`, { tensor: name });
+  const rowIn = packedCols * 4;
+  const rowOut = blocks * 17;
+  const shape = [...w.weight.shape.slice(0, -1), cols];
+  return {
+    name,
+    dtype: 'U8',
+    shape: [...shape.slice(0, -1), rowOut],
+    byteLength: rows * rowOut,
+    ggmlType: ggmlTypeByName('MXFP4')!,
+    logicalShape: shape,
+    chunks: (chunkSize?: number) => {
+      let row = 0;
+      const codes = new Uint8Array(cols);
+      return mapUnits(w.weight, rowIn, rowOut, (src, n) => {
+        const out = new Uint8Array(n * rowOut);
+        for (let r = 0; r < n; r++, row++) {
+          unpackCodes(wordsOf(src.subarray(r * rowIn, (r + 1) * rowIn)), 4, cols, codes);
+          for (let k = 0; k < blocks; k++) {
+            const o = r * rowOut + k * 17;
+            out[o] = scales[row * blocks + k]!;
+            for (let j = 0; j < 16; j++) out[o + 1 + j] = codes[32 * k + j]! | (codes[32 * k + j + 16]! << 4);
+          }
+        }
+        return out;
+      }, chunkSize);
+    },
+  };
+}

@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { BytesSource, openSafetensors, type TensorDescriptor } from '@tensorport/core';
-import { unpackCodes, packCodes, wordsOf, decodeFloats, encodeFloats, type FloatDType } from '@tensorport/mlx';
+import { dequantizeFp, unpackCodes, packCodes, wordsOf, decodeFloats, encodeFloats, type FloatDType } from '@tensorport/mlx';
 import { describe, expect, it } from 'vitest';
-import { dequantizeBlocks, mlxAffineToGguf } from '../src/index.ts';
+import { dequantizeBlocks, mlxAffineToGguf, mlxMxfp4ToGguf } from '../src/index.ts';
 import { bytesOf } from './helpers.ts';
 
 const TINY = new URL('../../../fixtures/mlx/tiny-mixed/', import.meta.url);
@@ -81,5 +81,20 @@ describe('MLX affine → GGUF blocks', () => {
     expect(r2.report).toMatchObject({ type: 'Q4_0', lossless: false, maxAbsError: null });
     await bytesOf(r2.tensor);
     expect(r2.report.maxAbsError).toBeGreaterThan(0);
+  });
+
+  it('repacks mxfp4 losslessly into GGUF MXFP4 and refuses a non-finite scale', async () => {
+    const st = await openSafetensors(new BytesSource(new Uint8Array(await readFile(new URL('model.safetensors', TINY)))));
+    const weight = st.tensor('model.layers.0.mlp.experts_fp4.weight');
+    const scales = st.tensor('model.layers.0.mlp.experts_fp4.scales');
+    const t = await mlxMxfp4ToGguf({ name: 'experts', weight, scales });
+    expect(t.logicalShape).toEqual([2, 8, 64]);
+    const got = dequantizeBlocks('MXFP4', await bytesOf(t, 40));
+    expect(new Set(got).size).toBeGreaterThan(8);
+    const want = dequantizeFp(wordsOf(await bytesOf(weight)), await bytesOf(scales), { mode: 'mxfp4', dtype: 'F32' });
+    expect(Array.from(got).map((v) => v + 0)).toEqual(Array.from(want).map((v) => v + 0));
+    const ff = new Uint8Array(await bytesOf(scales));
+    ff[3] = 0xff;
+    await expect(mlxMxfp4ToGguf({ name: 'experts', weight, scales: mem('s', 'U8', [...scales.shape], ff) })).rejects.toMatchObject({ code: 'MlxNonFiniteWeight' });
   });
 });
