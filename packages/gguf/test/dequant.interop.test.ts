@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { DEQUANTIZABLE_TYPES, dequantizeBlocks, ggmlTypeByName } from '../src/index.ts';
+import type { TensorDescriptor } from '@tensorport/core';
+import { DEQUANTIZABLE_TYPES, dequantizeBlocks, dequantizedDescriptor, ggmlTypeByName } from '../src/index.ts';
+import { bytesOf } from './helpers.ts';
 
 const py = await requirePython(['gguf', 'numpy']);
 
@@ -30,7 +32,11 @@ for name in sys.argv[2].split(','):
     blocks = np.concatenate([p.reshape(-1) for p in parts]).reshape(1, -1)
     y = quants.dequantize(blocks if name not in ('F32', 'F16') else blocks.view({'F32': np.float32, 'F16': np.float16}[name]), qt)
     blocks.tofile(os.path.join(out, name + '.in'))
-    np.asarray(y, dtype=np.float32).tofile(os.path.join(out, name + '.out'))
+    y = np.asarray(y, dtype=np.float32)
+    y.tofile(os.path.join(out, name + '.out'))
+    # The narrow outputs as numpy and gguf-py make them from the float32 result.
+    y.astype(np.float16).tofile(os.path.join(out, name + '.f16'))
+    quants.quantize(y.reshape(1, -1), T.BF16).tofile(os.path.join(out, name + '.bf16'))
 `;
 
 describe.skipIf(!py)('dequantize matches gguf.quants.dequantize', () => {
@@ -66,5 +72,24 @@ describe.skipIf(!py)('dequantize matches gguf.quants.dequantize', () => {
       bad++;
     }
     expect({ bad, first, got: first >= 0 ? got[first]!.toString(16) : '', want: first >= 0 ? want[first]!.toString(16) : '' }).toEqual({ bad: 0, first: -1, got: '', want: '' });
+  });
+
+  it.each(['Q4_K', 'Q8_0', 'IQ2_XS', 'TQ1_0'])('%s streamed to F16 and BF16 equals numpy astype(float16) and gguf-py BF16 of the float32 result', async (name) => {
+    const blocks = new Uint8Array(await readFile(join(dir, name + '.in')));
+    const t = ggmlTypeByName(name)!;
+    const elements = (blocks.byteLength / t.typeSize) * t.blockSize;
+    const src: TensorDescriptor & { ggmlType: typeof t; logicalShape: number[] } = {
+      name, dtype: 'U8', shape: [blocks.byteLength], byteLength: blocks.byteLength, ggmlType: t, logicalShape: [elements],
+      chunks: async function* () { for (let i = 0; i < blocks.byteLength; i += 1000) yield blocks.subarray(i, i + 1000); },
+    };
+    for (const [to, ext] of [['F16', '.f16'], ['BF16', '.bf16']] as const) {
+      const got = new Uint16Array((await bytesOf(dequantizedDescriptor(src, to), 4096)).buffer);
+      const want = new Uint16Array(new Uint8Array(await readFile(join(dir, name + ext))).buffer);
+      expect(got.length).toBe(want.length);
+      const nan = (h: number) => (to === 'F16' ? (h & 0x7fff) > 0x7c00 : (h & 0x7fff) > 0x7f80);
+      let bad = 0;
+      for (let i = 0; i < got.length; i++) if (got[i] !== want[i] && !(nan(got[i]!) && nan(want[i]!))) bad++;
+      expect(bad, to).toBe(0);
+    }
   });
 });

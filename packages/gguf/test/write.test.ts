@@ -81,4 +81,19 @@ describe('writeGguf', () => {
     const f16 = new Uint16Array((await bytesOf(g.dequantized(t, 'F16'), 6)).buffer);
     expect(f16.length).toBe(256);
   });
+
+  it('quantizes F16 and BF16 sources as gguf-py does: through float32', async () => {
+    const x = new Float32Array(2 * 64).map((_, i) => Math.fround(Math.sin(i * 0.7) * 0.3));
+    const { f32ArrayToBf16, f32ArrayToF16, bf16ArrayToF32, f16ArrayToF32 } = await import('@tensorport/core');
+    for (const [dtype, narrow, widen] of [['F16', f32ArrayToF16, f16ArrayToF32], ['BF16', f32ArrayToBf16, bf16ArrayToF32]] as const) {
+      const h = new Uint16Array(x.length);
+      narrow(new Uint32Array(x.buffer), h);
+      const back = new Uint32Array(x.length);
+      widen(h, back);
+      const q = quantizeDescriptor(mem('w', dtype, [2, 64], new Uint8Array(h.buffer)), 'Q4_1');
+      expect(Buffer.from(await bytesOf(q, 20)).equals(Buffer.from(quantizeBlocks('Q4_1', new Float32Array(back.buffer)))), dtype).toBe(true);
+    }
+    expect(() => quantizeDescriptor(mem('w', 'F32', [2, 48], new Uint8Array(384)), 'Q8_0')).toThrow(expect.objectContaining({ code: 'GgufBlockMismatch' }));
+  });
 });
+
