@@ -37,17 +37,19 @@ function roundHalfEvenInt(x: number): number {
 export function numberToE4m3(x: number): number {
   const bits = f32Bits(x);
   const sign = (bits >>> 24) & 0x80;
-  const a = Math.abs(Math.fround(x));
-  if (!(a < 464)) return sign | 0x7e; // also NaN
-  if (a < 2 ** -6) return sign | roundHalfEvenInt(a * 2 ** 9); // 8 rounds up into the first normal
-  const e = ((bits >>> 23) & 0xff) - 127;
-  let q = roundHalfEvenInt((a / 2 ** e - 1) * 8);
-  let be = e + 7;
+  const mag = bits & 0x7fffffff;
+  if (mag >= 0x43e80000) return sign | 0x7e; // ≥ 464, ±Inf and NaN
+  if (mag < 0x3c800000) return sign | roundHalfEvenInt(Math.abs(Math.fround(x)) * 2 ** 9); // below 2^-6: subnormal steps of 2^-9 (8 is the first normal)
+  // Normal: keep 3 of the 23 mantissa bits, ties to even; a carry moves into the exponent.
+  let e = (mag >>> 23) - 120;
+  let q = (mag >>> 20) & 7;
+  const rest = mag & 0xfffff;
+  if (rest > 0x80000 || (rest === 0x80000 && (q & 1) === 1)) q++;
   if (q === 8) {
     q = 0;
-    be += 1;
+    e++;
   }
-  return sign | (be << 3) | q;
+  return sign | (e << 3) | q;
 }
 
 /** E2M1 code of `x` by Metal's thresholds (see the file comment). */

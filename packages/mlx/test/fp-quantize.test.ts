@@ -92,3 +92,34 @@ describe('nvfp4', () => {
     }
   });
 });
+
+describe('E4M3 encoding', () => {
+  // Brute force: the nearest of the finite values up to 448, ties to the even code, ≥ 464 saturating.
+  const finite = Array.from({ length: 0x7f }, (_, b) => ({ b, v: b === 0 ? 0 : (b >> 3 === 0 ? (b & 7) * 2 ** -9 : (8 + (b & 7)) * 2 ** ((b >> 3) - 10)) }));
+  function brute(x: number): number {
+    const a = Math.abs(x);
+    const sign = x < 0 || Object.is(x, -0) ? 0x80 : 0;
+    if (!(a < 464)) return sign | 0x7e;
+    let best = finite[0]!;
+    for (const c of finite) {
+      const d = Math.abs(a - c.v) - Math.abs(a - best.v);
+      if (d < 0 || (d === 0 && (c.b & 1) === 0)) best = c;
+    }
+    return sign | best.b;
+  }
+  it('matches a brute-force nearest-even search on every value, midpoint and 20 000 random f32 values', async () => {
+    const { numberToE4m3 } = await import('../src/index.ts');
+    const xs: number[] = [];
+    for (let i = 0; i < finite.length; i++) {
+      xs.push(finite[i]!.v, -finite[i]!.v);
+      if (i + 1 < finite.length) xs.push((finite[i]!.v + finite[i + 1]!.v) / 2);
+    }
+    xs.push(448, 455.9, 463.99, 464, 1e9, Infinity, -Infinity, 2 ** -10, 2 ** -11, 3 * 2 ** -11);
+    let s = 1;
+    for (let i = 0; i < 20000; i++) {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      xs.push(Math.fround((s / 2 ** 32 - 0.5) * 2 ** ((i % 24) - 12)));
+    }
+    for (const x of xs) expect(numberToE4m3(x), String(x)).toBe(brute(Math.fround(x)));
+  });
+});
