@@ -1,9 +1,10 @@
-import { TensorportError, type TensorDescriptor } from '@tensorport/core';
+import { readFile } from 'node:fs/promises';
+import { BytesSource, MemorySink, TensorportError, openSafetensors, type TensorDescriptor } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
 import {
-  ggufToHfName, hfToGgufName, llamaConfigFromGguf, llamaMetadata, llamaTokenizerMetadata, permuteQK, qkRowOrder, TOKEN_TYPE, type GgufValue, type LlamaConfig,
+  dequantizeBlocks, ggufToHfName, hfToGgufName, llamaConfigFromGguf, llamaFromGguf, llamaToGguf, openGguf, writeGguf, llamaMetadata, llamaTokenizerMetadata, permuteQK, qkRowOrder, TOKEN_TYPE, type GgufValue, type LlamaConfig,
 } from '../src/index.ts';
-import { bytesOf } from './helpers.ts';
+import { FIX, bytesOf } from './helpers.ts';
 
 const CONFIG: LlamaConfig = {
   hidden_size: 64, intermediate_size: 160, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2,
@@ -91,3 +92,43 @@ describe('metadata', () => {
     expect(() => llamaTokenizerMetadata({ model: { type: 'Unigram' } })).toThrow(TensorportError);
   });
 });
+
+describe('tiny llama round trips (no Python)', () => {
+  async function load() {
+    const dir = new URL('tiny-llama/', FIX);
+    const config = JSON.parse(await readFile(new URL('config.json', dir), 'utf8')) as LlamaConfig;
+    const st = await openSafetensors(new BytesSource(new Uint8Array(await readFile(new URL('model.safetensors', dir)))));
+    return { config, st };
+  }
+  async function toGguf(outtype: 'F32' | 'Q8_0') {
+    const { config, st } = await load();
+    const conv = llamaToGguf(st.tensors, config, { outtype });
+    const sink = new MemorySink();
+    await writeGguf(conv.tensors, conv.metadata, sink);
+    return { st, g: await openGguf(new BytesSource(sink.bytes())) };
+  }
+
+  it('F32: every tensor comes back byte for byte under its HF name', async () => {
+    const { st, g } = await toGguf('F32');
+    const back = llamaFromGguf(g, { dtype: 'F32' });
+    for (const t of back.tensors) expect(Buffer.from(await bytesOf(t, 999)).equals(Buffer.from(await st.read(t.name))), t.name).toBe(true);
+    expect(back.config).toMatchObject({ architectures: ['LlamaForCausalLM'], tie_word_embeddings: false });
+  });
+
+  it('keep: raw Q8_0 rows un-permuted, types recorded, and they dequantize to the F32 output', async () => {
+    const { g } = await toGguf('Q8_0');
+    const kept = llamaFromGguf(g, { dtype: 'keep' });
+    const f32 = llamaFromGguf(g, { dtype: 'F32' });
+    expect(kept.metadata.get('gguf.type.model.layers.0.self_attn.q_proj.weight')).toBe('Q8_0');
+    expect(kept.metadata.get('gguf.shape.model.layers.0.self_attn.k_proj.weight')).toBe('[32,64]');
+    expect(kept.metadata.get('format')).toBe('pt');
+    for (const [i, t] of kept.tensors.entries()) {
+      const type = kept.metadata.get(`gguf.type.${t.name}`)!;
+      const raw = await bytesOf(t);
+      const want = await bytesOf(f32.tensors[i]!);
+      const got = type === 'F32' ? raw : new Uint8Array(dequantizeBlocks(type, raw).buffer);
+      expect(Buffer.from(got).equals(Buffer.from(want)), t.name).toBe(true);
+    }
+  });
+});
+
