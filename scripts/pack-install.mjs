@@ -40,8 +40,11 @@ const TRIGGERS = String.raw`{
   '@tensorport/cli': (m, core, ctx) => m.inspect(ctx.missing),
 }`;
 
-/** Entry points that are not libraries: nothing to throw, and not loaded by require(). */
-const NOT_LIBRARIES = new Set(['@tensorport/web/server']);
+/**
+ * Entry points that are not libraries, so not made to throw: the inspector's static server, and the
+ * command line itself (importing it runs the CLI; the tensorport bin does exactly that).
+ */
+const NOT_LIBRARIES = new Set(['@tensorport/web/server', '@tensorport/cli/cli']);
 
 // Runs in the install directory (CommonJS, so the ESM and the CJS runner share it). Prints one JSON
 // line: a result per entry point. `load` is import() or require().
@@ -128,7 +131,14 @@ export function run(cmd, args, { cwd, timeoutMs = 120_000 } = {}) {
   });
 }
 
-const tail = (r) => `${r.stderr}${r.stdout}`.trim().split('\n').slice(-8).join('\n');
+/** The end of a child's output without stack frames, for a check's detail. */
+const tail = (r) =>
+  `${r.stderr}${r.stdout}`
+    .trim()
+    .split('\n')
+    .filter((l) => !/^\s+at /.test(l))
+    .slice(-8)
+    .join('\n');
 
 /** Every non-private workspace package, with its package.json. */
 export async function publishablePackages() {
@@ -312,10 +322,12 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     // Every library entry point under import() and require().
     const entries = [];
     const esmFiles = {};
+    const typedEntries = {};
     for (const [name, { pkg }] of packedByName) {
       for (const [sub, target] of Object.entries(pkg.exports ?? {})) {
         if (sub === './package.json') continue;
         const spec = sub === '.' ? name : `${name}/${sub.replace(/^\.\//, '')}`;
+        if (JSON.stringify(target).includes('"types"')) typedEntries[spec] = true;
         if (NOT_LIBRARIES.has(spec)) continue;
         entries.push(spec);
         const esm = target?.import?.default ?? target?.import;
@@ -342,7 +354,8 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     }
     // Types as a TypeScript user resolves them (nodenext: the import and the require conditions),
     // with the declarations themselves checked too (skipLibCheck off), against the workspace's pinned tsc.
-    const specs = [...entries, ...[...NOT_LIBRARIES].filter((s) => packedByName.has(s.split('/').slice(0, s.startsWith('@') ? 2 : 1).join('/')))];
+    for (const spec of entries) if (!typedEntries[spec]) check('types', `${spec} declares its types`, false, 'no "types" condition in its exports');
+    const specs = Object.keys(typedEntries);
     const esmTypes = specs.map((s, i) => `import * as m${i} from '${s}';`).join('\n') + `\nexport const all = [${specs.map((_, i) => `m${i}`).join(', ')}];\n`;
     const cjsTypes = specs.map((s, i) => `import m${i} = require('${s}');`).join('\n') + `\nexport const all = [${specs.map((_, i) => `m${i}`).join(', ')}];\n`;
     await writeFile(join(app, 'types-esm.mts'), esmTypes);
