@@ -1,7 +1,7 @@
 import { detectFormat } from '../detect.ts';
 import { TensorportError, toFinding, type Finding } from '../errors.ts';
 import type { Context, Format, ValidationReport } from '../format/types.ts';
-import { DEFAULT_INDEX_LIMITS, parseShardIndex, SHARD_INDEX_FILE, SINGLE_CHECKPOINT_FILE } from './index-file.ts';
+import { DEFAULT_INDEX_LIMITS, parseShardIndex, SHARD_INDEX_FILE, SHARD_INDEX_FILES, SINGLE_CHECKPOINT_FILE, SINGLE_CHECKPOINT_FILES } from './index-file.ts';
 import { openSafetensors, type SafetensorsFile } from './reader.ts';
 import { validateSafetensors } from './header.ts';
 import { openShardedCheckpoint, planShards, writeSharded, type ShardedCheckpoint } from './sharded.ts';
@@ -21,9 +21,10 @@ export interface SafetensorsWriteOptions {
 /** Where a context's safetensors checkpoint starts: its index, or its single file. */
 async function layout(ctx: Context): Promise<{ index: string | null; file: string | null }> {
   if (ctx.entry !== null) return ctx.entry.endsWith('.index.json') ? { index: ctx.entry, file: null } : { index: null, file: ctx.entry };
-  if (await ctx.has(SHARD_INDEX_FILE)) return { index: SHARD_INDEX_FILE, file: null };
-  if (await ctx.has(SINGLE_CHECKPOINT_FILE)) return { index: null, file: SINGLE_CHECKPOINT_FILE };
-  throw new TensorportError('UnknownFormat', `${ctx.name} is a directory without ${SHARD_INDEX_FILE} or ${SINGLE_CHECKPOINT_FILE}`, { path: ctx.name });
+  // transformers', diffusers' and PEFT's names (index-file.ts), an index before a single file
+  for (const index of SHARD_INDEX_FILES) if (await ctx.has(index)) return { index, file: null };
+  for (const file of SINGLE_CHECKPOINT_FILES) if (await ctx.has(file)) return { index: null, file };
+  throw new TensorportError('UnknownFormat', `${ctx.name} is a directory without ${[...SHARD_INDEX_FILES, ...SINGLE_CHECKPOINT_FILES].join(', ')}`, { path: ctx.name });
 }
 
 /** The shards an index names, each opened through the context (one open per file, shared). */
@@ -43,7 +44,10 @@ export const safetensorsFormat: Format<object, SafetensorsWriteOptions> = {
   extensions: ['.safetensors'],
 
   async sniff(ctx) {
-    if (ctx.entry === null) return (await ctx.has(SHARD_INDEX_FILE)) || (await ctx.has(SINGLE_CHECKPOINT_FILE));
+    if (ctx.entry === null) {
+      for (const name of [...SHARD_INDEX_FILES, ...SINGLE_CHECKPOINT_FILES]) if (await ctx.has(name)) return true;
+      return false;
+    }
     const kind = detectFormat(await ctx.head(), await ctx.size());
     return kind === 'safetensors' || (kind === 'json' && ctx.entry.endsWith(INDEX_SUFFIX));
   },

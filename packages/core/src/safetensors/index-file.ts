@@ -13,6 +13,10 @@ import { compareUtf8 } from './order.ts';
 export const SHARD_INDEX_FILE = 'model.safetensors.index.json';
 /** The file name of an unsharded checkpoint in a model directory. */
 export const SINGLE_CHECKPOINT_FILE = 'model.safetensors';
+/** Index names a model directory may hold, in the order looked for: transformers', then diffusers'. */
+export const SHARD_INDEX_FILES: readonly string[] = [SHARD_INDEX_FILE, 'diffusion_pytorch_model.safetensors.index.json'];
+/** Single-file names a model directory may hold: transformers', diffusers' and PEFT's (adapters). */
+export const SINGLE_CHECKPOINT_FILES: readonly string[] = [SINGLE_CHECKPOINT_FILE, 'diffusion_pytorch_model.safetensors', 'adapter_model.safetensors'];
 
 export interface ShardIndexLimits {
   /** Index size in bytes; HF's JS index reader uses 250 MB. */

@@ -1,6 +1,6 @@
 import { baseName, detectFormat, extensionOf, TensorportError, withProgress, type Context, type Format } from '@tensorport/core';
 import { writeTorchCheckpoint } from '../torch/writer.ts';
-import { isShardedTorch, openShardedTorch, TORCH_INDEX_FILE, TORCH_SINGLE_FILE, validateShardedTorch } from './sharded.ts';
+import { firstPresent, isShardedTorch, openShardedTorch, TORCH_INDEX_FILES, TORCH_SINGLE_FILES, validateShardedTorch } from './sharded.ts';
 import { openTorchFile, validateTorchFile, type TorchOpenOptions } from './single.ts';
 
 export const TORCH_EXTENSIONS = ['.pt', '.pth', '.bin', '.ckpt'];
@@ -41,7 +41,7 @@ export const torchFormat: Format<TorchOpenOptions, object> = {
   extensions: TORCH_EXTENSIONS,
 
   async sniff(ctx) {
-    if (ctx.entry === null) return (await ctx.has(TORCH_INDEX_FILE)) || (await ctx.has(TORCH_SINGLE_FILE));
+    if (ctx.entry === null) return (await firstPresent(ctx, [...TORCH_INDEX_FILES, ...TORCH_SINGLE_FILES])) !== null;
     return sniffFile(ctx);
   },
 
@@ -64,5 +64,5 @@ export const torchFormat: Format<TorchOpenOptions, object> = {
   validate: (ctx, options) => (isShardedTorch(ctx) ? validateShardedTorch(ctx, options) : validateTorchFile(ctx, undefined, options)),
 };
 
-export { TORCH_INDEX_FILE, TORCH_SINGLE_FILE, openShardedTorch, validateShardedTorch, type ShardedTorchCheckpoint } from './sharded.ts';
+export { TORCH_INDEX_FILE, TORCH_INDEX_FILES, TORCH_SINGLE_FILE, TORCH_SINGLE_FILES, openShardedTorch, validateShardedTorch, type ShardedTorchCheckpoint } from './sharded.ts';
 export { disallowedGlobals, openTorchFile, scanContext, validateTorchFile, type TorchOpenOptions } from './single.ts';

@@ -6,6 +6,16 @@ import { openTorchFile, validateTorchFile, type TorchOpenOptions } from './singl
 /** transformers' names for a sharded / single PyTorch checkpoint in a model directory. */
 export const TORCH_INDEX_FILE = 'pytorch_model.bin.index.json';
 export const TORCH_SINGLE_FILE = 'pytorch_model.bin';
+/** Index names looked for in a folder: transformers', then diffusers'. */
+export const TORCH_INDEX_FILES: readonly string[] = [TORCH_INDEX_FILE, 'diffusion_pytorch_model.bin.index.json'];
+/** Single-file names: transformers', diffusers' and PEFT's (adapters). */
+export const TORCH_SINGLE_FILES: readonly string[] = [TORCH_SINGLE_FILE, 'diffusion_pytorch_model.bin', 'adapter_model.bin'];
+
+/** The first of `names` the folder holds, or null. */
+export async function firstPresent(ctx: Context, names: readonly string[]): Promise<string | null> {
+  for (const n of names) if (await ctx.has(n)) return n;
+  return null;
+}
 
 export interface ShardedTorchCheckpoint extends Checkpoint {
   readonly format: 'torch-sharded';
@@ -20,7 +30,7 @@ export function isShardedTorch(ctx: Context): boolean {
 /** The index's name, or null for a folder with a single pytorch_model.bin. */
 async function locate(ctx: Context): Promise<string | null> {
   if (ctx.entry !== null) return ctx.entry;
-  return (await ctx.has(TORCH_INDEX_FILE)) ? TORCH_INDEX_FILE : null;
+  return firstPresent(ctx, TORCH_INDEX_FILES);
 }
 
 async function readIndex(ctx: Context, index: string): Promise<ShardIndex> {
@@ -38,7 +48,7 @@ function missing(ctx: Context, file: string): TensorportError {
  */
 export async function openShardedTorch(ctx: Context, options?: TorchOpenOptions): Promise<Checkpoint> {
   const index = await locate(ctx);
-  if (index === null) return openTorchFile(ctx, TORCH_SINGLE_FILE, options);
+  if (index === null) return openTorchFile(ctx, (await firstPresent(ctx, TORCH_SINGLE_FILES)) ?? TORCH_SINGLE_FILE, options);
   const parsed = await readIndex(ctx, index);
   const shards: Array<{ file: string; checkpoint: TorchCheckpoint }> = [];
   try {
@@ -75,7 +85,7 @@ export async function validateShardedTorch(ctx: Context, options?: TorchOpenOpti
   let parsed: ShardIndex;
   try {
     index = await locate(ctx);
-    if (index === null) return await validateTorchFile(ctx, TORCH_SINGLE_FILE, options);
+    if (index === null) return await validateTorchFile(ctx, (await firstPresent(ctx, TORCH_SINGLE_FILES)) ?? TORCH_SINGLE_FILE, options);
     parsed = await readIndex(ctx, index);
   } catch (e) {
     if (!(e instanceof TensorportError)) throw e;
