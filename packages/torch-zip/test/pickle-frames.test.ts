@@ -90,6 +90,16 @@ describe('FRAME is a boundary, as in CPython’s C unpickler reading a file', ()
     expect(refusal(() => loadPickle(pk('c\nexec\n.'))).message).toMatch(/GLOBAL: empty name/);
     expect(refusal(() => loadPickle(pk('(ibuiltins\nse\xe9\n.'))).message).toMatch(/INST: name is not ASCII/);
   });
+
+  it('reads protocol 0 text as CPython does: raw-unicode-escape backslash runs, no octal-looking ints', () => {
+    // \\u0041 is two backslashes and u0041 (an even run is no escape); \\\u0041 is two backslashes and A
+    expect(loadPickle(pk('V\\\\u0041\n.')).value).toBe('\\\\u0041');
+    expect(loadPickle(pk('V\\\\\\u0041\n.')).value).toBe('\\\\A');
+    // strtol(base 0) reads INT 010 as 8 and int(text, 0) refuses LONG 010: refused, never read as 10
+    expect(refusal(() => loadPickle(pk('I010\n.'))).code).toBe('PickleInvalid');
+    expect(refusal(() => loadPickle(pk('L010L\n.'))).code).toBe('PickleInvalid');
+    expect(loadPickle(pk('I-7\n.')).value).toBe(-7);
+  });
 });
 
 const py = await requirePython(['torch']);

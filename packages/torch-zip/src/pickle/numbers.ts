@@ -19,7 +19,9 @@ export function decodeLong(bytes: Uint8Array): number | bigint {
   return normInt(v);
 }
 
-const DECIMAL = /^[+-]?[0-9]+$/;
+// No leading zeros: CPython reads INT's text with strtol(base 0), so `010` is 8, and LONG's with
+// int(text, 0), which refuses it.
+const DECIMAL = /^[+-]?(?:0|[1-9][0-9]*)$/;
 
 /** INT / LONG text arguments (protocol 0). `INT 01`/`00` are True/False; LONG may end in `L`. */
 export function parseDecimal(text: string, long: boolean): PyValue | undefined {

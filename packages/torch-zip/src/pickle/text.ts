@@ -49,22 +49,27 @@ export function unescapeQuoted(line: Uint8Array): Uint8Array | undefined {
   return Uint8Array.from(out);
 }
 
-/** UNICODE's argument (`raw-unicode-escape`): latin1 text where only \uXXXX and \UXXXXXXXX are escapes. */
+/**
+ * UNICODE's argument (`raw-unicode-escape`): latin1 text where only \uXXXX and \UXXXXXXXX are
+ * escapes, and only after an odd run of backslashes (CPython keeps `\\u0041` as written).
+ */
 export function rawUnicodeEscape(line: Uint8Array): string | undefined {
   const s = latin1(line);
   let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i]!;
-    const e = s[i + 1];
-    if (c === '\\' && (e === 'u' || e === 'U')) {
-      const len = e === 'u' ? 4 : 8;
-      const h = s.slice(i + 2, i + 2 + len);
-      if (h.length !== len || !/^[0-9a-fA-F]+$/.test(h)) return undefined;
-      const cp = parseInt(h, 16);
-      if (cp > 0x10ffff) return undefined;
-      out += String.fromCodePoint(cp);
-      i += 1 + len;
-    } else out += c;
+  for (let i = 0; i < s.length; ) {
+    if (s[i] !== '\\') { out += s[i++]; continue; }
+    let run = 0;
+    while (s[i] === '\\') { run++; i++; }
+    const e = s[i];
+    if (run % 2 === 0 || (e !== 'u' && e !== 'U')) { out += '\\'.repeat(run); continue; }
+    out += '\\'.repeat(run - 1);
+    const len = e === 'u' ? 4 : 8;
+    const h = s.slice(i + 1, i + 1 + len);
+    if (h.length !== len || !/^[0-9a-fA-F]+$/.test(h)) return undefined;
+    const cp = parseInt(h, 16);
+    if (cp > 0x10ffff) return undefined;
+    out += String.fromCodePoint(cp);
+    i += 1 + len;
   }
   return out;
 }

@@ -185,9 +185,9 @@ def string_op(r, s):
     if k == 4:
         return b"T" + i4(len(b)) + b  # BINSTRING
     if k == 5 and "\n" not in s:
-        return b"S" + repr(s).encode("utf-8", "surrogatepass") + b"\n"  # STRING
-    if k == 6 and "\n" not in s and "\\" not in s:
-        return b"V" + s.encode("raw_unicode_escape") + b"\n"  # UNICODE
+        return b"S" + escaped(r, b) + b"\n"  # STRING
+    if k == 6 and "\n" not in s:
+        return b"V" + raw_escaped(r, s) + b"\n"  # UNICODE
     if k == 7:
         return b"B" + u4(len(b)) + b  # BINBYTES: not a str
     if k == 8 and len(b) < 256:
@@ -195,6 +195,45 @@ def string_op(r, s):
     if k == 9:
         return (b"\x8e" if r.random() < 0.5 else b"\x96") + u8b(len(b)) + b  # BINBYTES8, BYTEARRAY8
     return b"\x8c" + u8(len(b)) + b if len(b) < 256 else b"X" + u4(len(b)) + b
+
+
+def escaped(r, b):
+    """STRING's quoted text for the bytes `b`, with every kind of escape codecs.escape_decode knows."""
+    q = r.choice([b"'", b'"'])
+    out = bytearray(q)
+    for c in b:
+        k = r.randrange(8)
+        if k == 0:
+            out += b"\\x%02x" % c
+        elif k == 1:
+            out += b"\\%o" % c if r.random() < 0.5 else b"\\%03o" % c
+        elif c == 0x0A:
+            out += b"\\n"
+        elif c == 0x5C or bytes([c]) == q:
+            out += b"\\" + bytes([c])
+        else:
+            out.append(c)
+    if r.random() < 0.05:
+        out += r.choice([b"\\q", b"\\x4", b"\\777", b"\\"])  # unknown, short and out-of-range escapes
+    return bytes(out + q)
+
+
+def raw_escaped(r, s):
+    """UNICODE's raw-unicode-escape text for `s`, with \\u/\\U escapes and runs of backslashes."""
+    out = bytearray()
+    for ch in s:
+        k = r.randrange(6)
+        if k == 0 or ord(ch) > 0xFF:
+            out += b"\\u%04x" % ord(ch) if ord(ch) < 0x10000 else b"\\U%08x" % ord(ch)
+        elif k == 1:
+            out += b"\\U%08x" % ord(ch)
+        elif k == 2:
+            out += b"\\" * r.randrange(1, 5) + ch.encode("latin-1")  # backslashes before a literal
+        elif k == 3:
+            out += b"\\" * r.choice([2, 3, 4]) + b"u%04x" % ord(ch)  # only an odd run makes an escape
+        else:
+            out += ch.encode("latin-1")
+    return bytes(out)
 
 
 class Program:
@@ -421,6 +460,6 @@ def main():
 if __name__ == "__main__":
     # CPython allocates what a length or memo key asks for (LONG_BINPUT 2**31 resizes the memo to
     # 16 GB and clears it): a cap on the address space turns that into a quick MemoryError.
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 28, 1 << 28))
     sys.setrecursionlimit(10000)
     main()
