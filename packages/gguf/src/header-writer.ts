@@ -1,4 +1,7 @@
-/** A growable little-endian byte buffer for building the header. */
+/**
+ * A growable little-endian byte buffer for building the header. Each write reserves its bytes
+ * first: `room` may replace the buffer and its view.
+ */
 export class HeaderWriter {
   private buf = new Uint8Array(4096);
   private view = new DataView(this.buf.buffer);
@@ -20,37 +23,48 @@ export class HeaderWriter {
   }
 
   u8(v: number): void {
-    this.view.setUint8(this.room(1), v);
+    const at = this.room(1);
+    this.view.setUint8(at, v);
   }
   i8(v: number): void {
-    this.view.setInt8(this.room(1), v);
+    const at = this.room(1);
+    this.view.setInt8(at, v);
   }
   u16(v: number): void {
-    this.view.setUint16(this.room(2), v, true);
+    const at = this.room(2);
+    this.view.setUint16(at, v, true);
   }
   i16(v: number): void {
-    this.view.setInt16(this.room(2), v, true);
+    const at = this.room(2);
+    this.view.setInt16(at, v, true);
   }
   u32(v: number): void {
-    this.view.setUint32(this.room(4), v, true);
+    const at = this.room(4);
+    this.view.setUint32(at, v, true);
   }
   i32(v: number): void {
-    this.view.setInt32(this.room(4), v, true);
+    const at = this.room(4);
+    this.view.setInt32(at, v, true);
   }
   f32(v: number): void {
-    this.view.setFloat32(this.room(4), v, true);
+    const at = this.room(4);
+    this.view.setFloat32(at, v, true);
   }
   f64(v: number): void {
-    this.view.setFloat64(this.room(8), v, true);
+    const at = this.room(8);
+    this.view.setFloat64(at, v, true);
   }
   u64(v: bigint | number): void {
-    this.view.setBigUint64(this.room(8), BigInt(v), true);
+    const at = this.room(8);
+    this.view.setBigUint64(at, BigInt(v), true);
   }
   i64(v: bigint): void {
-    this.view.setBigInt64(this.room(8), v, true);
+    const at = this.room(8);
+    this.view.setBigInt64(at, v, true);
   }
   bytes(b: Uint8Array): void {
-    this.buf.set(b, this.room(b.byteLength));
+    const at = this.room(b.byteLength);
+    this.buf.set(b, at);
   }
   /** u64 byte length, then the UTF-8 bytes. */
   string(s: string): void {
@@ -59,7 +73,8 @@ export class HeaderWriter {
     this.bytes(b);
   }
   zeros(n: number): void {
-    this.buf.fill(0, this.room(n), this.length);
+    const at = this.room(n);
+    this.buf.fill(0, at, this.length);
   }
   result(): Uint8Array {
     return this.buf.slice(0, this.length);

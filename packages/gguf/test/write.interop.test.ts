@@ -58,6 +58,7 @@ describe.skipIf(!py)('files we write, as GGUFReader reads them', () => {
       ['a.u32', gguf.u32(4294967295)], ['a.i32', gguf.i32(-7)], ['a.f32', gguf.f32(0.1)], ['a.f64', gguf.f64(Math.PI)],
       ['a.u64', gguf.u64(2n ** 64n - 1n)], ['a.i64', gguf.i64(-(2n ** 63n))], ['a.bool', gguf.bool(false)], ['a.str', gguf.str('tête ✓ 😀')],
       ['a.tokens', gguf.strings(['<s>', '</s>', '▁hello', ''])],
+      ['a.vocab', gguf.strings(Array.from({ length: 3000 }, (_, i) => `tok${i}`))],
       ['a.scores', gguf.array('FLOAT32', new Float32Array([0, -1.5, Infinity, 3]))],
       ['a.types', gguf.array('INT32', new Int32Array([1, 3, 3, 6]))],
       ['a.bools', gguf.array('BOOL', [true, false])],

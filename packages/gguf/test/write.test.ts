@@ -95,5 +95,18 @@ describe('writeGguf', () => {
     }
     expect(() => quantizeDescriptor(mem('w', 'F32', [2, 48], new Uint8Array(384)), 'Q8_0')).toThrow(expect.objectContaining({ code: 'GgufBlockMismatch' }));
   });
+
+  it('grows the header past its first buffer (a vocabulary of 20000 tokens)', async () => {
+    const tokens = Array.from({ length: 20000 }, (_, i) => `▁tok${i}`);
+    const scores = new Float32Array(20000).map((_, i) => -i);
+    const out = await write([mem('t', 'F32', [3], new Uint8Array(12))], [['general.architecture', gguf.str('llama')], ['tokenizer.ggml.tokens', gguf.strings(tokens)], ['tokenizer.ggml.scores', gguf.array('FLOAT32', scores)], ['after', gguf.u64(7n)]]);
+    const g = await openGguf(new BytesSource(out));
+    const v = g.kv.get('tokenizer.ggml.tokens')!;
+    expect(v.type === 'ARRAY' && v.value.values).toEqual(tokens);
+    const sc = g.kv.get('tokenizer.ggml.scores')!;
+    expect(sc.type === 'ARRAY' && Array.from(sc.value.values as Float32Array)).toEqual(Array.from(scores));
+    expect(g.kv.get('after')).toEqual({ type: 'UINT64', value: 7n });
+    expect(g.tensors[0]!.fileOffset).toBe(g.dataOffset);
+  });
 });
 
