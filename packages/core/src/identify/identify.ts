@@ -6,6 +6,7 @@ import type { DeflateCodec } from '../zip/codec.ts';
 import { openZip } from '../zip/reader.ts';
 import { detectFormat } from '../detect.ts';
 import { KINDS, type IdentifiedKind } from './kinds.ts';
+import { looksLikeFlaxMsgpack } from './msgpack.ts';
 import { looksLikeOnnx } from './onnx.ts';
 import { npyDescr, quantizedPairs, zipKind } from './zip-kinds.ts';
 
@@ -121,6 +122,12 @@ async function classify(
       break;
   }
   if (head[0] === 0x80 && head[1] !== undefined && head[1] <= 5) return { kind: 'pickle' };
+  const flax = looksLikeFlaxMsgpack(head);
+  if (flax) {
+    details.entries = flax.entries;
+    details.firstKey = flax.firstKey;
+    return { kind: 'flax-msgpack' };
+  }
   const onnx = looksLikeOnnx(head, size);
   if (onnx) {
     details.irVersion = onnx.irVersion;

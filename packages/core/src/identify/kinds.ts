@@ -13,6 +13,9 @@ export type IdentifiedKind =
   | 'gguf'
   | 'hdf5'
   | 'onnx'
+  | 'flax-msgpack'
+  | 'keras'
+  | 'torch-export'
   | 'matlab-live-script'
   | 'zip'
   | 'json'
@@ -60,6 +63,21 @@ export const KINDS: Readonly<Record<IdentifiedKind, KindInfo>> = {
   gguf: { what: 'a GGUF file (llama.cpp)', can: 'not supported: GGUF is identified only', extensions: ['.gguf'] },
   hdf5: { what: 'an HDF5 file (Keras/TF .h5)', can: 'not supported: HDF5 is identified only', extensions: ['.h5', '.hdf5', '.weights.h5'] },
   onnx: { what: 'an ONNX model (protobuf ModelProto)', can: 'not supported: ONNX is identified only', extensions: ['.onnx'] },
+  'flax-msgpack': {
+    what: 'Flax weights (flax.serialization msgpack: a map of parameter trees, arrays as msgpack extensions)',
+    can: 'not supported: Flax msgpack is identified only',
+    extensions: ['.msgpack'],
+  },
+  keras: {
+    what: 'a Keras 3 model archive (.keras: a ZIP with metadata.json, config.json and model.weights.h5)',
+    can: 'not supported: Keras archives are identified only',
+    extensions: ['.keras'],
+  },
+  'torch-export': {
+    what: 'a torch.export archive (.pt2: a ZIP with archive_format "pt2", models/ and data/weights/)',
+    can: 'not supported: it holds an exported program, not a state dict (torch.export.load it, then save its state_dict)',
+    extensions: ['.pt2'],
+  },
   'matlab-live-script': {
     what: 'a MATLAB Live Script (a ZIP/OPC package with [Content_Types].xml), not MLX weights: MLX weights ship as .safetensors or .npz',
     can: 'not supported: it is not a model file',
