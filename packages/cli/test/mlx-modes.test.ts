@@ -54,6 +54,14 @@ describe('quantize --mode, --recipe, --bits-for; dequantize --rounding; inspect 
     expect(report.totals.parameters).toBeLessThan(elements); // the Hub's count: packed words + scales
     expect((await tensorport('inspect', join(root, 'fp4'))).stdout).toContain('parameters as mlx-lm counts them');
 
+    // A lone file records the mode in __metadata__, so it reads back without config.json.
+    const file = join(root, 'fp8.safetensors');
+    const f = await tensorport('quantize', join(dir, 'model.safetensors'), file, '--mode', 'mxfp8');
+    expect(f.stderr).toBe('');
+    expect(f.code).toBe(0);
+    const fd = await tensorport('dequantize', file, join(root, 'fp8-back.safetensors'));
+    expect(fd.stdout).toContain('at 8 bits/group 32 (mxfp8)');
+
     const bad = await tensorport('quantize', dir, `${join(root, 'bad')}/`, '--mode', 'mxfp8', '--bits', '4');
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('mxfp8 quantization needs 8 bits');

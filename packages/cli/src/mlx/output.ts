@@ -76,12 +76,13 @@ export async function writeMlxOutput(result: ConversionResult, outputArg: string
 function refuseMixed(result: ConversionResult, output: string): void {
   const bits = result.metadata.get('quantization_bits');
   const gs = result.metadata.get('quantization_group_size');
-  // An fp-mode layer counts too: the file's defaults would be applied to it when read back.
-  const odd = result.layers.find((l) => l.mode !== 'affine' || String(l.bits) !== bits || String(l.groupSize) !== gs);
+  // A layer of another mode counts too: the file's defaults would be applied to it when read back.
+  const mode = result.metadata.get('quantization_mode') ?? 'affine';
+  const odd = result.layers.find((l) => l.mode !== mode || String(l.bits) !== bits || String(l.groupSize) !== gs);
   if (odd) {
     throw new TensorportError(
       'InvalidOption',
-      `layer ${odd.path} is ${odd.mode} with ${odd.bits} bits/group ${odd.groupSize}, unlike the file's defaults (${bits} bits/group ${gs}, affine): write to a directory (end '${output}' with '/') so config.json records it`,
+      `layer ${odd.path} is ${odd.mode} with ${odd.bits} bits/group ${odd.groupSize}, unlike the file's defaults (${bits} bits/group ${gs}, ${mode}): write to a directory (end '${output}' with '/') so config.json records it`,
       { path: output },
     );
   }
