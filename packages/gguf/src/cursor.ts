@@ -37,6 +37,11 @@ export class HeaderCursor {
     this.bufStart = this.pos;
   }
 
+  /** True when [pos, pos+n) is already in the current page (so reads need no await). */
+  has(n: number): boolean {
+    return this.pos >= this.bufStart && this.pos + n <= this.bufStart + this.buf.byteLength;
+  }
+
   private at(n: number): number {
     const o = this.pos - this.bufStart;
     this.pos += n;

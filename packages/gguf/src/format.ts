@@ -27,7 +27,9 @@ async function openContext(ctx: Context, options: GgufOpenOptions = {}): Promise
   const file = await openGguf(await ctx.source(), options);
   if (!options.dequantize) return file;
   const to = options.dequantize;
-  return { ...file, tensors: file.tensors.map((t) => ({ ...dequantizedDescriptor(t, to), ggmlType: t.ggmlType, dims: t.dims, logicalShape: t.logicalShape, elements: t.elements, fileOffset: t.fileOffset, range: t.range })) as unknown as GgufFile['tensors'] };
+  const tensors = file.tensors.map((t) => ({ ...dequantizedDescriptor(t, to), ggmlType: t.ggmlType, dims: t.dims, logicalShape: t.logicalShape, elements: t.elements, fileOffset: t.fileOffset, range: t.range }));
+  // Replaced in place: spreading the file would compute its lazy metadata.
+  return Object.defineProperty(file, 'tensors', { value: tensors, enumerable: true });
 }
 
 /**

@@ -68,6 +68,13 @@ export class HeaderWriter {
   }
   /** u64 byte length, then the UTF-8 bytes. */
   string(s: string): void {
+    if (isAscii(s)) {
+      // Most tokens: one byte per code unit, no TextEncoder call (its per-call cost dominates).
+      this.u64(s.length);
+      const at = this.room(s.length);
+      for (let i = 0; i < s.length; i++) this.buf[at + i] = s.charCodeAt(i);
+      return;
+    }
     const b = this.utf8.encode(s);
     this.u64(b.byteLength);
     this.bytes(b);
@@ -79,4 +86,11 @@ export class HeaderWriter {
   result(): Uint8Array {
     return this.buf.slice(0, this.length);
   }
+}
+
+/** True for short strings of ASCII only (longer ones go through TextEncoder, which is fast on them). */
+export function isAscii(s: string): boolean {
+  if (s.length > 64) return false;
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) >= 0x80) return false;
+  return true;
 }

@@ -58,7 +58,7 @@ export interface GgufFile extends Checkpoint {
   readonly dataOffset: number;
   /** Every key in file order with its typed value. */
   readonly kv: ReadonlyMap<string, GgufValue>;
-  /** `kv` as text (see valueToString); arrays in full. */
+  /** `kv` as text (see valueToString), arrays in full; computed on first access. */
   readonly metadata: Map<string, string>;
   readonly tensors: readonly GgufTensor[];
   readonly warnings: readonly Finding[];
@@ -168,10 +168,17 @@ export async function openGguf(source: ByteSource, options: GgufReadOptions = {}
   const dataOffset = alignUp(c.pos, alignment);
   const tensors = infos.map((info) => tensorDescriptor(source, info, dataOffset));
   checkLayout(source, tensors, infos, dataOffset, alignment, options.strictLayout === true, warn);
-  const metadata = new Map<string, string>();
-  for (const [k, v] of kv) metadata.set(k, valueToString(v));
+  // Built on first use: a vocabulary as JSON text is megabytes that most callers never look at.
+  let metadata: Map<string, string> | undefined;
   return {
-    format: 'gguf', version, alignment, dataOffset, kv, metadata, tensors, warnings, source,
+    format: 'gguf', version, alignment, dataOffset, kv, tensors, warnings, source,
+    get metadata(): Map<string, string> {
+      if (!metadata) {
+        metadata = new Map();
+        for (const [k, v] of kv) metadata.set(k, valueToString(v));
+      }
+      return metadata;
+    },
     close: () => source.close(),
     dequantized: (t, to = 'F32') => dequantizedDescriptor(t, to),
   };
@@ -213,6 +220,38 @@ class HeaderState {
     return name;
   }
 
+  /**
+   * A string already in the current page, read without an await (vocabularies hold 10^5 of them),
+   * or null when it is not (nothing is consumed then).
+   */
+  stringNow(what: string, strict: boolean): string | null {
+    const c = this.c;
+    if (!c.has(8)) return null;
+    const at = c.pos;
+    const n = c.u64();
+    if (n > BigInt(this.limits.string)) throw this.error('GgufLimitExceeded', `${what} is ${n} bytes long (limit ${this.limits.string})`, at);
+    if (!c.has(Number(n))) {
+      c.pos = at;
+      return null;
+    }
+    return this.decode(c.bytes(Number(n)), what, strict, at);
+  }
+
+  private decode(bytes: Uint8Array, what: string, strict: boolean, at: number): string {
+    // Short ASCII strings (most tokens) skip TextDecoder, whose per-call cost dominates them.
+    if (bytes.byteLength <= 32) {
+      let ascii = true;
+      for (let i = 0; i < bytes.byteLength; i++) if (bytes[i]! >= 0x80) ascii = false;
+      if (ascii) return String.fromCharCode(...bytes);
+    }
+    try {
+      return this.utf8.decode(bytes);
+    } catch {
+      if (strict) throw this.error('GgufInvalidUtf8', `${what} is not valid UTF-8`, at);
+      return new TextDecoder('utf-8').decode(bytes);
+    }
+  }
+
   async string(what: string, strict: boolean): Promise<string> {
     const at = this.c.pos;
     await this.c.need(8, what);
@@ -220,13 +259,7 @@ class HeaderState {
     if (n > BigInt(this.limits.string)) throw this.error('GgufLimitExceeded', `${what} is ${n} bytes long (limit ${this.limits.string})`, at);
     const len = Number(n);
     await this.c.need(len, what);
-    const bytes = this.c.bytes(len);
-    try {
-      return this.utf8.decode(bytes);
-    } catch {
-      if (strict) throw this.error('GgufInvalidUtf8', `${what} is not valid UTF-8`, at);
-      return new TextDecoder('utf-8').decode(bytes);
-    }
+    return this.decode(this.c.bytes(len), what, strict, at);
   }
 
   async value(type: GgufValueTypeName, key: string, depth: number): Promise<GgufValue> {
@@ -283,7 +316,8 @@ class HeaderState {
       }
       if (elementType === 'STRING') {
         const out: string[] = new Array(n);
-        for (let i = 0; i < n; i++) out[i] = await this.string(`element ${i} of ${JSON.stringify(key)}`, false);
+        const what = `an element of ${JSON.stringify(key)}`;
+        for (let i = 0; i < n; i++) out[i] = this.stringNow(what, false) ?? (await this.string(what, false));
         return { elementType, values: out };
       }
       const out: GgufArray[] = new Array(n);

@@ -1,7 +1,7 @@
 import { TensorportError, abortQuietly, exactChunks, type ByteSink, type DType, type TensorDescriptor } from '@tensorport/core';
 import { ALIGNMENT_KEY, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VERSION, MAX_DIMS, MAX_TENSOR_NAME_BYTES, alignUp } from './constants.ts';
 import { GGML_TYPES, ggmlTypeByName, type GgmlType } from './ggml-types.ts';
-import { HeaderWriter } from './header-writer.ts';
+import { HeaderWriter, isAscii } from './header-writer.ts';
 import { GGUF_VALUE_TYPES, TYPED_ARRAYS, VALUE_SIZE, type GgufArray, type GgufValue, type GgufValueTypeName } from './values.ts';
 
 /**
@@ -213,6 +213,15 @@ function writeValue(w: HeaderWriter, type: GgufValueTypeName, v: unknown, key: s
   if (size !== undefined && ArrayBuffer.isView(values) && matchesTyped(a.elementType, values)) {
     const view = values as unknown as ArrayBufferView;
     w.bytes(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
+    return;
+  }
+  if (a.elementType === 'STRING') {
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      if (typeof v !== 'string') throw new TensorportError('GgufInvalidValue', `metadata ${JSON.stringify(key)}: element ${i} is not a string`);
+      if (!isAscii(v)) checkString(v, `element ${i} of metadata ${JSON.stringify(key)}`);
+      w.string(v);
+    }
     return;
   }
   for (let i = 0; i < values.length; i++) writeValue(w, a.elementType, values[i], key, depth + 1, nested);
