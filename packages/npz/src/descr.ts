@@ -95,9 +95,12 @@ export function dtypeToDescr(dtype: DType, tensor: string, warn: (f: Finding) =>
     F16: '<f2', F32: '<f4', F64: '<f8', C64: '<c8', BF16: '<V2', F8_E5M2: '<f1',
   };
   const d = fixed[dtype];
+  if (dtype === 'BF16') {
+    warn({ code: 'NpyWroteV2', message: `${tensor}: BF16 written as '<V2' (the ml_dtypes/JAX/MLX convention); numpy reads it back as void ('V2') unless viewed as ml_dtypes.bfloat16`, tensor });
+  }
   if (d) return d;
   if (dtypeBytes(dtype) === 1) {
-    warn({ code: 'NpyWroteV1', message: `${tensor}: ${dtype} written as '<V1' (the ml_dtypes convention); readers must be told it is ${dtype}`, tensor });
+    warn({ code: 'NpyWroteV1', message: `${tensor}: ${dtype} written as '<V1' (the ml_dtypes convention); numpy reads it back as void ('V1'), and readers must be told it is ${dtype}`, tensor });
     return '<V1';
   }
   throw new TensorportError('NpyUnsupportedDtype', `${tensor}: ${dtype} packs several elements per byte and has no .npy descr`, { tensor });

@@ -91,12 +91,19 @@ export const npzFormat: Format<NpzOpenOptions, NpzFormatWriteOptions> = {
     await target.prepare([target.name]);
     const sink = await target.create(target.name);
     const r = await writeNpz(withProgress(tensors, options.onProgress), sink, { compress: options.compress === true, codec: target.codec ?? fflateCodec });
-    return { files: [target.name], bytes: r.bytesWritten };
+    return { files: [target.name], bytes: r.bytesWritten, warnings: oncePerCode(r.warnings) };
   },
 
   validate: (ctx, options) => validateWith(ctx, () => openNpzContext(ctx, options)),
   readBack: void1Back,
 };
+
+/** The writer's per-tensor warnings as one per code (a BF16 model would otherwise warn once per tensor). */
+function oncePerCode(warnings: readonly Finding[]): Finding[] {
+  const byCode = new Map<string, Finding[]>();
+  for (const w of warnings) byCode.set(w.code, [...(byCode.get(w.code) ?? []), w]);
+  return [...byCode.values()].map((ws) => (ws.length === 1 ? ws[0]! : { code: ws[0]!.code, message: `${ws[0]!.message} (and ${ws.length - 1} more tensor${ws.length === 2 ? '' : 's'} like it)` }));
+}
 
 /** NumPy .npy: exactly one array, named after the file stem (or `name`). */
 export const npyFormat: Format<NpyOpenOptions, object> = {
@@ -116,7 +123,7 @@ export const npyFormat: Format<NpyOpenOptions, object> = {
     fileOnly(target, 'npy');
     await target.prepare([target.name]);
     const r = await writeNpy(withProgress(tensors, options.onProgress)[0]!, await target.create(target.name));
-    return { files: [target.name], bytes: r.bytesWritten };
+    return { files: [target.name], bytes: r.bytesWritten, warnings: oncePerCode(r.warnings) };
   },
 
   validate: (ctx, options) => validateWith(ctx, () => openNpyContext(ctx, options)),

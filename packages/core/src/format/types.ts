@@ -68,6 +68,8 @@ export interface WriteResult {
   files: string[];
   /** Bytes written, all files together. */
   bytes: number;
+  /** What the output cannot say as the input did (npz: BF16/float8 that numpy reads back as void). */
+  warnings?: Finding[];
 }
 
 /**

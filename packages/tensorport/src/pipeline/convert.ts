@@ -81,6 +81,7 @@ export async function convert(options: ConvertOptions): Promise<ConvertReport> {
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     written = result.files;
+    warnings.push(...(result.warnings ?? []));
     const verified = options.verify === true;
     await checkWritten(writer, target, written, tensors, verified);
     return { from: checkpoint.format, to: writer.name, files: written.map((f) => target.locate(f)), tensors: tensors.length, bytes: result.bytes, cast, verified, warnings };
