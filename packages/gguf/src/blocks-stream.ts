@@ -3,7 +3,7 @@ import { DEFAULT_CHUNK, exactChunks, type TensorDescriptor } from '@tensorport/c
 /**
  * Streams `desc` through `map`, `inBytes` → `outBytes` per unit (a block, or an element), calling
  * `map` on whole units only: source chunks may split units anywhere. Memory: one staging buffer
- * of input and the output chunk, about `chunkSize` bytes each.
+ * of input and the output chunk, each at most `chunkSize` bytes (or one unit, if larger).
  */
 export async function* mapUnits(
   desc: TensorDescriptor,
@@ -12,7 +12,8 @@ export async function* mapUnits(
   map: (src: Uint8Array, units: number) => Uint8Array,
   chunkSize = DEFAULT_CHUNK,
 ): AsyncGenerator<Uint8Array> {
-  const perChunk = Math.max(1, Math.floor(chunkSize / outBytes));
+  // Sized by the larger side, so neither the staging input nor the output outgrows a chunk.
+  const perChunk = Math.max(1, Math.floor(chunkSize / Math.max(inBytes, outBytes)));
   const inChunk = perChunk * inBytes;
   // Own buffer: kernels may view it as aligned typed arrays.
   const staging = new Uint8Array(inChunk);
