@@ -1,12 +1,11 @@
 import { TensorportError, type ErrorCode, type Finding } from '@tensorport/core';
 import { lookupGlobal } from '../torch/allowlist.ts';
-import type { Fail } from '../torch/rebuild.ts';
 import { DEFAULT_LIMITS, type PickleLimits } from './limits.ts';
 import { decodeLong, parseDecimal, parseFloatText } from './numbers.ts';
 import { OPCODE_NAMES } from './opcodes.ts';
 import { importedName } from './py2-names.ts';
 import { rawUnicodeEscape, unescapeQuoted, utf8 } from './text.ts';
-import { depthAbove, depthOf, isContainer, typeName, type PyDict, type PyGlobal, type PyList, type PyObject, type PySet, type PyTuple, type PyValue } from './values.ts';
+import { depthAbove, depthOf, isContainer, typeName, type Fail, type GlobalResolver, type PyDict, type PyGlobal, type PyList, type PyObject, type PySet, type PyTuple, type PyValue } from './values.ts';
 
 /**
  * A pickle stack machine that imports, calls and evaluates nothing. GLOBAL names are looked up in
@@ -23,6 +22,11 @@ import { depthAbove, depthOf, isContainer, typeName, type PyDict, type PyGlobal,
 export interface RunOptions {
   mode: 'load' | 'scan';
   limits?: Partial<PickleLimits>;
+  /**
+   * What each global stands for: the allowlist. The machine itself knows no names; the default is
+   * torch's weights-only allowlist (torch/allowlist.ts), which is what every caller here reads.
+   */
+  resolveGlobal?: GlobalResolver;
   /** Turns a persistent id into a value; without it, persistent ids are refused. */
   persistentLoad?: (pid: PyValue, fail: Fail) => PyValue;
   /** Where the pickle is (member name or file), for messages. */
@@ -59,6 +63,7 @@ const OPAQUE_GLOBAL = (name: string): PyGlobal => ({ kind: 'global', name, entry
 export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): RunResult {
   const lim: PickleLimits = { ...DEFAULT_LIMITS, ...opts.limits };
   const scan = opts.mode === 'scan';
+  const lookupEntry = opts.resolveGlobal ?? lookupGlobal;
   const base = opts.baseOffset ?? 0;
   const where = opts.path === undefined ? '' : `${opts.path}: `;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -195,7 +200,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     const [m, n] = importedName(module, name, proto);
     const q = `${m}.${n}`;
     globals.add(q);
-    const entry = lookupGlobal(q);
+    const entry = lookupEntry(q);
     if (entry) return { kind: 'global', name: q, entry };
     flag('PickleDisallowedGlobal', `global ${q} is not allowed`);
     return OPAQUE_GLOBAL(q);

@@ -1,4 +1,3 @@
-import type { AllowEntry } from '../torch/allowlist.ts';
 import type { TorchDtype } from '../torch/dtypes.ts';
 
 /**
@@ -39,12 +38,31 @@ export interface PyDict {
 }
 export interface PySet { readonly kind: 'set'; readonly items: PyValue[]; readonly frozen: boolean; depth: number }
 
+/** Raises a typed error naming the callable and the pickle offset. */
+export type Fail = (message: string) => never;
+/** What an allowed callable "does": checks its pickled arguments and returns an inert record. */
+export type Handler = (args: readonly PyValue[], fail: Fail) => PyValue;
+
+/**
+ * What a global resolver says a `module.name` stands for (the interpreter knows no names itself:
+ * the resolver is its allowlist). `call`: REDUCE/NEWOBJ run the handler; `dtype`, `storage`: values;
+ * `type`: a class that only appears as an argument.
+ */
+export type GlobalEntry =
+  | { readonly kind: 'call'; readonly call: Handler }
+  | { readonly kind: 'dtype'; readonly dtype: TorchDtype }
+  | { readonly kind: 'storage'; readonly dtype: TorchDtype | null }
+  | { readonly kind: 'type' };
+
+/** A global resolver: the entry for an allowed `module.name`, undefined for every other name. */
+export type GlobalResolver = (qualified: string) => GlobalEntry | undefined;
+
 /** A GLOBAL: a name, never resolved to anything callable. `entry` is null (disallowed) only in scan mode. */
 export interface PyGlobal {
   readonly kind: 'global';
   /** `module.name`, with Python 2 module names mapped to Python 3 ones. */
   readonly name: string;
-  readonly entry: AllowEntry | null;
+  readonly entry: GlobalEntry | null;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { GlobalEntry } from '../pickle/values.ts';
 import { TORCH_DTYPES, type TorchDtype } from './dtypes.ts';
 import {
   codecsEncode, newBytearray, newComplex, newDevice, newDict, newFrozenset, newParameter, newSet, newSize,
@@ -13,11 +14,7 @@ import {
  * - `type`: a class that only appears as an argument (`_rebuild_from_type_v2`'s new_type).
  * - `refuse`: torch can rebuild it, safetensors cannot hold it; refused by tensor name on load.
  */
-export type AllowEntry =
-  | { readonly kind: 'call'; readonly call: Handler }
-  | { readonly kind: 'dtype'; readonly dtype: TorchDtype }
-  | { readonly kind: 'storage'; readonly dtype: TorchDtype | null }
-  | { readonly kind: 'type' };
+export type AllowEntry = GlobalEntry;
 
 const call = (h: Handler): AllowEntry => ({ kind: 'call', call: h });
 const type: AllowEntry = { kind: 'type' };

@@ -1,4 +1,4 @@
-import type { PyDict, PyGlobal, PyTuple, PyValue, StorageRef, TensorRecord, UnsupportedRecord } from '../pickle/values.ts';
+import type { Fail, Handler, PyDict, PyGlobal, PyTuple, PyValue, StorageRef, TensorRecord, UnsupportedRecord } from '../pickle/values.ts';
 import { depthAbove, depthOf, typeName } from '../pickle/values.ts';
 import type { TorchDtype } from './dtypes.ts';
 
@@ -7,8 +7,7 @@ import type { TorchDtype } from './dtypes.ts';
  * types) and returns an inert record. Signatures follow torch/_utils.py; `fail` raises a typed error
  * naming the callable and the pickle offset.
  */
-export type Fail = (message: string) => never;
-export type Handler = (args: readonly PyValue[], fail: Fail) => PyValue;
+export type { Fail, Handler } from '../pickle/values.ts';
 
 function arity(args: readonly PyValue[], min: number, max: number, fail: Fail): void {
   if (args.length < min || args.length > max) {
