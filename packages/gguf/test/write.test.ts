@@ -108,5 +108,20 @@ describe('writeGguf', () => {
     expect(g.kv.get('after')).toEqual({ type: 'UINT64', value: 7n });
     expect(g.tensors[0]!.fileOffset).toBe(g.dataOffset);
   });
+
+  it('streams in bounded chunks both ways (dequantizing and quantizing)', async () => {
+    const x = new Float32Array(64 * 256).map((_, i) => Math.cos(i));
+    const q = quantizeDescriptor(mem('w', 'F32', [64, 256], new Uint8Array(x.buffer)), 'Q4_0');
+    const sizes: number[] = [];
+    for await (const c of q.chunks(1000)) sizes.push(c.byteLength);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(1000);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(q.byteLength);
+    const out = await write([q], []);
+    const g = await openGguf(new BytesSource(out));
+    const d: number[] = [];
+    for await (const c of g.dequantized(g.tensors[0]!, 'BF16').chunks(1000)) d.push(c.byteLength);
+    expect(Math.max(...d)).toBeLessThanOrEqual(1000);
+    expect(d.reduce((a, b) => a + b, 0)).toBe(64 * 256 * 2);
+  });
 });
 
