@@ -1,6 +1,6 @@
 /** Option parsers shared by the commands: every flag means the same thing wherever it appears. */
 import { InvalidArgumentError } from 'commander';
-import { isDType, TensorportError, type CastTarget, type DType } from '@tensorport/core';
+import { dtypeFromName, TensorportError, type CastTarget, type DType } from '@tensorport/core';
 import type { ReadOptions } from 'tensorport';
 import { isBitsUnit, parseSize } from './size.ts';
 
@@ -38,8 +38,9 @@ export interface ReadFlags {
 /** `--void1`: the one-byte dtype a `<V1` array holds (ml_dtypes writes float8 that way). */
 function void1Of(v: string | undefined): { void1?: DType } {
   if (v === undefined) return {};
-  const d = v.toUpperCase();
-  if (!isDType(d)) throw new TensorportError('InvalidOption', `--void1 ${v}: not a dtype (e.g. F8_E4M3, F8_E5M2, U8)`);
+  // torch's and ml_dtypes' spellings too (f8_e4m3fn, float8_e4m3fn): core's dtypeFromName
+  const d = dtypeFromName(v);
+  if (d === null) throw new TensorportError('InvalidOption', `--void1 ${v}: not a dtype (e.g. F8_E4M3 or f8_e4m3fn, F8_E5M2, U8)`);
   return { void1: d };
 }
 

@@ -1,5 +1,6 @@
 export { isTensorportError, toFinding, ERROR_CODES, TensorportError, type ErrorCode, type TensorportErrorDetails, type Finding } from './errors.ts';
 export { isDType, dtypeBits, dtypeBytes, elementCount, byteLength, DTYPES, type DType } from './dtype.ts';
+export { dtypeFromName } from './dtype-names.ts';
 export { type TensorDescriptor, type Checkpoint } from './tensor.ts';
 export { exactChunks } from './tensor-chunks.ts';
 export { checkRange, readChunks, BytesSource, BlobSource, SliceSource, DEFAULT_CHUNK, type ByteSource } from './io/source.ts';
