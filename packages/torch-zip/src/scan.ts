@@ -133,6 +133,8 @@ function isPickle(r: RunResult, opcodeAtFailure: number | undefined): boolean {
 export interface CheckpointScanOptions extends ScanOptions {
   /** Lets the scan read deflated ZIP members. */
   zipCodec?: DeflateCodec;
+  /** The source's ZIP directory when the caller parsed it already (one parse for the scan and the reader). */
+  archive?: ZipArchive;
 }
 
 /**
@@ -271,7 +273,7 @@ async function legacyStorages(source: ByteSource, start: number, table: StorageT
 }
 
 async function scanZip(source: ByteSource, report: Report, opts: CheckpointScanOptions): Promise<void> {
-  const zip = await openZip(source, opts.zipCodec ? { codec: opts.zipCodec } : {});
+  const zip = opts.archive ?? (await openZip(source, opts.zipCodec ? { codec: opts.zipCodec } : {}));
   const layout = torchLayout(zip.entries);
   const name = opts.path ?? source.name;
   for (const f of layout.findings) report.finding({ ...f, path: f.path ?? name });

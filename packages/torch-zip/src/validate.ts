@@ -18,7 +18,7 @@ export interface TorchValidationReport {
  * byte swaps all run). The source is not closed.
  */
 export async function validateTorchCheckpoint(source: ByteSource, opts: OpenTorchOptions = {}): Promise<TorchValidationReport> {
-  const scan = await scanCheckpoint(source, { path: source.name, ...(opts.zipCodec ? { zipCodec: opts.zipCodec } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
+  const scan = await scanCheckpoint(source, { path: source.name, ...(opts.zipCodec ? { zipCodec: opts.zipCodec } : {}), ...(opts.archive ? { archive: opts.archive } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
   const errors: Finding[] = [...scan.findings];
   let warnings: Finding[] = [];
   if (scan.safe) {

@@ -1,4 +1,4 @@
-import { TensorportError, toFinding, type Context, type Finding, type ValidationReport } from '@tensorport/core';
+import { detectFormat, TensorportError, toFinding, type Context, type Finding, type ValidationReport, type ZipArchive } from '@tensorport/core';
 import { allowedGlobals } from '../torch/allowlist.ts';
 import { scanCheckpoint, type ScanReport } from '../scan.ts';
 import type { TorchCheckpoint } from '../torch/assemble.ts';
@@ -23,10 +23,21 @@ export function readerOptions(ctx: Context, options: TorchOpenOptions = {}): Ope
   };
 }
 
+/**
+ * The ZIP directory the context parsed (once, for the sniffer), so the scan and the reader do not
+ * parse it again; nothing for a non-ZIP, or a directory the context could not parse (the reader
+ * parses it itself to give its precise error).
+ */
+async function sharedArchive(ctx: Context, file?: string): Promise<{ archive?: ZipArchive }> {
+  if (detectFormat(await ctx.head(file), await ctx.size(file)) !== 'zip') return {};
+  const archive = await ctx.zip(file).catch(() => undefined);
+  return archive ? { archive } : {};
+}
+
 /** Scans a file's pickles (never running them): the report `tensorport scan` prints. */
 export async function scanContext(ctx: Context, file?: string): Promise<ScanReport> {
   const source = await ctx.source(file);
-  return scanCheckpoint(source, { path: source.name, ...(ctx.codec ? { zipCodec: ctx.codec } : {}) });
+  return scanCheckpoint(source, { path: source.name, ...(ctx.codec ? { zipCodec: ctx.codec } : {}), ...(await sharedArchive(ctx, file)) });
 }
 
 /** The globals of a scan that are not on the allowlist, `module.name`. */
@@ -52,7 +63,7 @@ export async function openTorchFile(ctx: Context, file: string | undefined, opti
   const scan = await scanContext(ctx, file);
   if (!scan.safe) throw unsafe(ctx.path(file), scan);
   const tiedWeights = await tiedWeightsIn(ctx);
-  return openTorchCheckpoint(await ctx.source(file), { ...readerOptions(ctx, options), ...(tiedWeights ? { tiedWeights } : {}) });
+  return openTorchCheckpoint(await ctx.source(file), { ...readerOptions(ctx, options), ...(await sharedArchive(ctx, file)), ...(tiedWeights ? { tiedWeights } : {}) });
 }
 
 /** The model's config.json beside the checkpoint settles how tied weights are written (transformers' rule, torch/tied.ts). */
@@ -66,7 +77,7 @@ async function tiedWeightsIn(ctx: Context): Promise<TiedWeightsConfig | undefine
 export async function validateTorchFile(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<ValidationReport> {
   const path = ctx.path(file);
   try {
-    const r = await validateTorchCheckpoint(await ctx.source(file), readerOptions(ctx, options));
+    const r = await validateTorchCheckpoint(await ctx.source(file), { ...readerOptions(ctx, options), ...(await sharedArchive(ctx, file)) });
     const at = (f: Finding): Finding => (f.path === undefined ? { ...f, path } : f);
     return { valid: r.valid, errors: r.errors.map(at), warnings: r.warnings.map(at), files: [path] };
   } catch (e) {

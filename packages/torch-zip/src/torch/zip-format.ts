@@ -17,6 +17,8 @@ import { torchLayout, type TorchLayout } from './zip-names.ts';
 export interface ZipCheckpointOptions extends AssembleOptions, PickleReadOptions {
   /** Only for deflated `data.pkl` members (torch writes them stored). */
   zipCodec?: DeflateCodec;
+  /** The source's ZIP directory when the caller parsed it already (a Context shares one parse with the scan). */
+  archive?: ZipArchive;
 }
 
 export interface TorchArchive {
@@ -36,8 +38,8 @@ function invalid(source: ByteSource, message: string): TensorportError {
 }
 
 /** The archive prefix and layout checks torch's reader makes (caffe2 inline_container.cc). */
-async function openTorchArchive(source: ByteSource, codec?: DeflateCodec): Promise<TorchArchive> {
-  const zip = await openZip(source, codec ? { codec } : {});
+async function openTorchArchive(source: ByteSource, codec?: DeflateCodec, archive?: ZipArchive): Promise<TorchArchive> {
+  const zip = archive ?? (await openZip(source, codec ? { codec } : {}));
   const first = zip.entries[0];
   if (first === undefined) throw invalid(source, 'empty archive');
   const slash = first.name.indexOf('/');
@@ -71,7 +73,7 @@ async function readSmall(a: TorchArchive, name: string): Promise<string | null> 
 }
 
 export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointOptions): Promise<TorchCheckpoint> {
-  const a = await openTorchArchive(source, opts.zipCodec);
+  const a = await openTorchArchive(source, opts.zipCodec, opts.archive);
   const p = a.prefix;
   const version = (await readSmall(a, `${p}/version`)) ?? (await readSmall(a, `${p}/.data/version`));
   if (version === null) throw invalid(source, 'no version record');
