@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { TensorportError, type CastTarget, type Finding } from '@tensorport/core';
-import { convert, type WriteOptionsByFormat } from '../pipeline/convert.ts';
+import { convert, type Transform, type WriteOptionsByFormat } from '../pipeline/convert.ts';
 import { diff, type DiffReport } from '../pipeline/diff.ts';
 import { inspect, type InspectReport } from '../pipeline/inspect.ts';
 import type { PipelineOptions, ReadOptions } from '../pipeline/open.ts';
@@ -28,6 +28,8 @@ export interface ConvertPathOptions extends PipelineOptions {
   compress?: boolean;
   /** Other writer options, by format. */
   write?: WriteOptionsByFormat;
+  /** A step between load and save (e.g. `mlxQuantize()`). */
+  transform?: Transform;
   /** Re-read the written output and diff it bit for bit against the input (default false: about doubles the time). */
   verify?: boolean;
   onProgress?: (done: number, total: number) => void;
@@ -80,6 +82,7 @@ export async function convertPath(options: ConvertPathOptions): Promise<ConvertP
       to: options.to ?? formatForOutput(options.output, target.directory),
       write,
       ...(options.dtype === undefined ? {} : { dtype: options.dtype }),
+      ...(options.transform ? { transform: options.transform } : {}),
       ...(options.registry ? { registry: options.registry } : {}),
       ...(options.read ? { read: options.read } : {}),
       ...(options.verify ? { verify: true } : {}),

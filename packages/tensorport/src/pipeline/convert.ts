@@ -14,6 +14,19 @@ export interface WriteOptionsByFormat {
   [format: string]: unknown;
 }
 
+/** What a transform gives the writer: the tensors and metadata to write instead of the input's. */
+export interface Transformed {
+  tensors: readonly TensorDescriptor[];
+  metadata: ReadonlyMap<string, string> | null;
+  warnings?: Finding[];
+}
+
+/**
+ * A step between load and save (MLX quantize, dequantize, repack…): streaming descriptors in,
+ * streaming descriptors out. It sees the input's context for side files such as config.json.
+ */
+export type Transform = (checkpoint: Checkpoint, ctx: Context) => Transformed | Promise<Transformed>;
+
 export interface ConvertOptions extends PipelineOptions {
   input: Context;
   target: OutputTarget;
@@ -21,6 +34,8 @@ export interface ConvertOptions extends PipelineOptions {
   to?: string;
   /** Cast F16/BF16/F32/F64 tensors to this dtype; other dtypes are kept (and named in `warnings`). */
   dtype?: CastTarget | Lowercase<CastTarget>;
+  /** Applied after load, before the cast and the write. */
+  transform?: Transform;
   write?: WriteOptionsByFormat;
   /** Re-read the written output and diff it bit for bit against the input (costs about +120% of the conversion time). */
   verify?: boolean;
@@ -71,10 +86,12 @@ export async function convert(options: ConvertOptions): Promise<ConvertReport> {
   let written: string[] = [];
   try {
     target.protect(inputFiles(ctx, checkpoint));
-    const tensors = dtype === undefined ? [...checkpoint.tensors] : castTensors(checkpoint.tensors, dtype);
-    const cast = dtype === undefined ? 0 : checkpoint.tensors.filter((t) => t.dtype !== dtype && isCastable(t.dtype)).length;
-    if (dtype !== undefined) warnings.push(...keptDtypes(checkpoint.tensors, dtype));
-    const result = await writer.write!(tensors, checkpoint.metadata, target, {
+    const loaded: Transformed = options.transform ? await options.transform(checkpoint, ctx) : checkpoint;
+    warnings.push(...(options.transform ? (loaded.warnings ?? []) : []));
+    const tensors = dtype === undefined ? [...loaded.tensors] : castTensors(loaded.tensors, dtype);
+    const cast = dtype === undefined ? 0 : loaded.tensors.filter((t) => t.dtype !== dtype && isCastable(t.dtype)).length;
+    if (dtype !== undefined) warnings.push(...keptDtypes(loaded.tensors, dtype));
+    const result = await writer.write!(tensors, loaded.metadata, target, {
       // transformers refuses (or crashes on) safetensors without `format` (issue 11 item 13)
       ...(writer.name === 'safetensors' ? { defaultMetadata: DEFAULT_SAFETENSORS_METADATA } : {}),
       ...((options.write?.[writer.name] as object | undefined) ?? {}),
