@@ -38,7 +38,8 @@ export function renderInspect(r: InspectReport): string {
     t.offsets ? `${t.offsets[0]}..${t.offsets[1]}` : '-',
     ...(sharded ? [t.file ? esc(basename(t.file)) : '-'] : []),
   ]);
-  lines.push('', `tensors: ${r.tensors.length}`);
+  const tied = Object.keys(r.aliases ?? {}).length;
+  lines.push('', `tensors: ${r.tensors.length}${tied > 0 ? ` (and ${tied} tied name${tied === 1 ? '' : 's'} stored once, in metadata)` : ''}`);
   if (rows.length > 0) lines.push(table([header, ...rows], new Set([3])));
 
   const quantized = renderQuantization(r.quantization?.map((l) => ({ ...l, layer: esc(l.layer) })));

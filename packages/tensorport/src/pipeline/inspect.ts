@@ -36,6 +36,8 @@ export interface InspectReport {
    * elements, as the Hub's safetensors metadata does.
    */
   quantizedParameters?: number;
+  /** Tied names stored once: metadata entries `removed -> kept` whose kept name is a tensor (as convert.py records them). */
+  aliases: Record<string, string>;
 }
 
 /** Reads a checkpoint's layout (headers only, no tensor data) into the `inspect --json` shape. */
@@ -80,8 +82,16 @@ export async function inspect(ctx: Context, options: PipelineOptions = {}): Prom
       warnings,
       ...(mlx.quantization ? { quantization: mlx.quantization } : {}),
       ...(mlx.parameters === undefined ? {} : { quantizedParameters: mlx.parameters }),
+      aliases: tiedAliases(checkpoint.metadata, new Set(tensors.map((t) => t.name))),
     };
   } finally {
     await checkpoint.close();
   }
+}
+
+/** `removed -> kept` metadata entries naming a stored tensor and not themselves one: the names torch sees besides the stored ones. */
+function tiedAliases(metadata: ReadonlyMap<string, string> | null, names: ReadonlySet<string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of metadata ?? []) if (names.has(v) && !names.has(k)) out[k] = v;
+  return out;
 }
