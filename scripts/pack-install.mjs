@@ -265,6 +265,7 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     await mkdir(app);
     log(`npm install ${packedByName.size} tarballs in ${app}`);
     if (packedByName.size === 0) throw new Error('no tarball to install');
+    const phase = (what) => log(`${what}: ${((Date.now() - started) / 1000).toFixed(1)} s since the start`);
     const inst = await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...[...packedByName.values()].map((p) => p.tgz)], { cwd: app });
     check('install', 'npm install ./*.tgz', inst.status === 0, inst.status === 0 ? `${((Date.now() - started) / 1000).toFixed(1)} s since the start` : tail(inst));
     if (inst.status !== 0) return { checks, dir: work };
@@ -286,8 +287,8 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     await copyFile(TORCH_FIXTURE, join(app, 'model.pt'));
     const conv = await npx('convert', 'model.pt', 'model.safetensors');
     check('cli', 'npx tensorport convert model.pt model.safetensors', conv.status === 0, conv.status === 0 ? conv.stdout.trim().split('\n')[0] : tail(conv));
-    // The workspace build, given the same input, must write the same bytes.
-    const wsBin = join(packages.find((p) => p.pkg.name === binOwner)?.dir ?? join(ROOT, 'packages/cli'), packedByName.get(binOwner)?.pkg.bin?.tensorport ?? 'dist/cli.js');
+    // The workspace build of the command, given the same input, must write the same bytes.
+    const wsBin = join(ROOT, 'packages/cli/dist/cli.js');
     const ref = join(work, 'reference.safetensors');
     const wsConv = await run('node', [wsBin, 'convert', TORCH_FIXTURE, ref], { cwd: work });
     const [a, b] = await Promise.all([readFile(join(app, 'model.safetensors')).catch(() => null), readFile(ref).catch(() => null)]);
@@ -304,6 +305,7 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     check('cli', 'npx tensorport inspect model.pt --json', pt.names?.length > 0, pt.names ? pt.names.join(', ') : tail(pt.r));
     check('cli', 'npx tensorport inspect model.safetensors lists the same tensors', st.names !== null && JSON.stringify(st.names) === JSON.stringify(pt.names), st.names ? '' : tail(st.r));
 
+    phase('cli checks done');
     // Every ```js block of every published README runs as an ES module, here, beside model.pt and
     // model.safetensors: the examples people copy use names the packages really export.
     for (const [name, { base }] of packedByName) {
@@ -319,6 +321,7 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
       }
     }
 
+    phase('README examples done');
     // Every library entry point under import() and require().
     const entries = [];
     const esmFiles = {};
@@ -352,6 +355,7 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
       }
       for (const x of results) check(group, x.entry, x.ok, x.detail);
     }
+    phase('entry points done');
     // Types as a TypeScript user resolves them (nodenext: the import and the require conditions),
     // with the declarations themselves checked too (skipLibCheck off), against the workspace's pinned tsc.
     for (const spec of entries) if (!typedEntries[spec]) check('types', `${spec} declares its types`, false, 'no "types" condition in its exports');
