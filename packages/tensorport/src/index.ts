@@ -13,6 +13,7 @@ export { createRegistry, defaultRegistry, FORMATS, type AnyFormat, type Detected
 export { openInput, type Opened, type PipelineOptions, type ReadOptions } from './pipeline/open.ts';
 export { castTarget, checkWritten, convert, verifyContent, writerFor, type ConvertOptions, type ConvertReport, type Transform, type Transformed, type WriteOptionsByFormat } from './pipeline/convert.ts';
 export { mlxDequantize, mlxQuantize, mlxRepack } from './transforms.ts';
+export { writeMlxModelLayout } from './layouts.ts';
 export { inspect, type DtypeTotal, type InspectReport, type InspectTensor } from './pipeline/inspect.ts';
 export { validate, type ValidateReport } from './pipeline/validate.ts';
 export { diff, type DiffReport } from './pipeline/diff.ts';
