@@ -105,6 +105,17 @@ export const ERROR_CODES = Object.freeze([
   'GgufUnsupportedType',
   'GgufInvalidValue',
   'GgufInvalidModel',
+  // remote sources (HTTP Range, Hub addressing: packages/core/src/remote)
+  'RemoteInvalidAddress',
+  'RemoteUnauthorized',
+  'RemoteForbidden',
+  'RemoteNotFound',
+  'RemoteFileChanged',
+  'RemoteRangeUnsupported',
+  'RemoteProtocolError',
+  'RemoteUnavailable',
+  'RemoteTimeout',
+  'RemoteHttpError',
   // byte sources
   'ReadOutOfBounds',
   'ShortRead',

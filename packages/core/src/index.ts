@@ -20,5 +20,6 @@ export { openShardedCheckpoint, checkShardAgreement, planShards, writeSharded, w
 export * from './identify/index.ts';
 export * from './diff/index.ts';
 export * from './format/index.ts';
+export * from './remote/index.ts';
 export { safetensorsFormat, openShardedContext, type SafetensorsWriteOptions } from './safetensors/format.ts';
 export { WARNING_CODES, isWarningCode, type WarningCode } from './warnings.ts';
