@@ -1,6 +1,6 @@
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { FolderContext, TensorportError, type ByteSource, type Checkpoint, type Context, type Finding, type Folder } from '@tensorport/core';
+import { FolderContext, isRemoteInput, openRemote, remoteOptionsFromEnv, TensorportError, type ByteSource, type Checkpoint, type Context, type Finding, type Folder, type RemoteOptions } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
 import { openInput, type PipelineOptions } from '../pipeline/open.ts';
 import type { AnyFormat } from '../registry.ts';
@@ -31,11 +31,20 @@ export class NodeFolder implements Folder {
   }
 }
 
+let remoteSettings: RemoteOptions = {};
+
+/** Options for every URL and hf:// input opened by path (the CLI reports each one's transfer through `onTransfer`). */
+export function configureRemote(options: RemoteOptions): void {
+  remoteSettings = { ...options };
+}
+
 /**
  * The Context of a path: a directory is the input itself (entry null); a file is the entry of the
  * directory holding it, whose other files (shards, config.json) are its siblings.
  */
 export async function pathContext(path: string): Promise<Context> {
+  // http(s):// and hf:// are remote files read by Range (core/remote); HF_ENDPOINT, HF_TOKEN from the environment
+  if (isRemoteInput(path)) return openRemote(path, { ...remoteOptionsFromEnv(process.env), codec: nodeZlibCodec, ...remoteSettings });
   let info;
   try {
     info = await stat(path);

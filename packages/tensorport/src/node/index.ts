@@ -3,6 +3,6 @@
  * of the pipeline that the command line runs.
  */
 export * from '../index.ts';
-export { NodeFolder, openPath, pathContext, withPath, type OpenedPath } from './folder.ts';
+export { configureRemote, NodeFolder, openPath, pathContext, withPath, type OpenedPath } from './folder.ts';
 export { FileTarget, type FileTargetOptions } from './target.ts';
 export { convertPath, diffPaths, formatForOutput, inspectPath, scanPath, validatePath, type ConvertPathOptions, type ConvertPathResult } from './paths.ts';
