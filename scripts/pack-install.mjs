@@ -263,6 +263,8 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     // Plain npm, in an empty directory outside the workspace; third-party dependencies come from the registry.
     const app = join(work, 'app');
     await mkdir(app);
+    // Outside the workspace, or node would find the workspace's node_modules from there.
+    check('install', 'the install directory is outside the workspace', relative(ROOT, app).startsWith('..'), app);
     log(`npm install ${packedByName.size} tarballs in ${app}`);
     if (packedByName.size === 0) throw new Error('no tarball to install');
     const phase = (what) => log(`${what}: ${((Date.now() - started) / 1000).toFixed(1)} s since the start`);
