@@ -77,6 +77,8 @@ Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.`,
     .option('--json', 'print one JSON object instead of a table')
     .option('--void1 <dtype>', 'npz/npy: the one-byte dtype of <V1 arrays (ml_dtypes float8, e.g. F8_E4M3)')
     .option('--select <path>', 'torch: dotted path of the subtree holding the tensors (state_dict, model)')
+    .option('--allow-objects', 'torch: read checkpoints that also pickle other objects (modules, numpy, Lightning, Namespace): each foreign class becomes an inert record, nothing runs; off by default (docs/security.md)')
+    .option('--all-metadata', 'print every metadata value in full (GGUF arrays such as the vocabulary are cut after 16 elements, long values in the table after 100 characters)')
     .addHelpText(
       'after',
       `
@@ -84,9 +86,10 @@ Examples:
   $ tensorport inspect model.safetensors
   $ tensorport inspect ./checkpoint-dir/ --json | jq '.totals'`,
     )
-    .action(async (path: string, opts: { json?: boolean; void1?: string; select?: string }) => {
-      const report = await inspect(path, { read: readOptions(opts) });
-      out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderInspect(report));
+    .action(async (path: string, opts: { json?: boolean; void1?: string; select?: string; allowObjects?: boolean; allMetadata?: boolean }) => {
+      const full = opts.allMetadata === true;
+      const report = await inspect(path, { read: readOptions(opts), fullMetadata: full });
+      out(opts.json ? `${JSON.stringify(report, null, 2)}\n` : renderInspect(report, { fullMetadata: full }));
     });
 
   program
@@ -141,6 +144,7 @@ Examples:
     .option('--name <name>', 'npy input: the tensor name (default: the file stem)')
     .option('--select <path>', 'torch input: dotted path of the subtree holding the tensors (state_dict, model)')
     .option('--keep-aliases', 'torch input: write tied weights under every name (default: once, others in metadata)')
+    .option('--allow-objects', 'torch: read checkpoints that also pickle other objects (modules, numpy, Lightning, Namespace): each foreign class becomes an inert record, nothing runs; off by default (docs/security.md)')
     .option('--verify', 're-read the output and diff its values bit for bit against the input (off by default: about doubles the time)')
     .addHelpText(
       'after',

@@ -19,14 +19,16 @@ export function table(rows: readonly string[][], right: ReadonlySet<number> = ne
 }
 
 /** The human `inspect` output: a summary, metadata, one row per tensor, totals per dtype. */
-export function renderInspect(r: InspectReport): string {
+export function renderInspect(r: InspectReport, options: { fullMetadata?: boolean } = {}): string {
   const lines: string[] = [];
   const totalFileBytes = r.files.reduce((s, f) => s + f.bytes, 0);
   lines.push(`${esc(r.path)}: ${r.format}, ${r.files.length} file${r.files.length === 1 ? '' : 's'}, ${formatBytes(totalFileBytes)}`);
   for (const w of r.warnings) lines.push(`warning ${describeFinding(w)}`);
   const meta = r.metadata ? Object.entries(r.metadata) : [];
   lines.push('', r.metadata === null ? 'metadata: none' : meta.length === 0 ? 'metadata: {} (empty)' : 'metadata:');
-  if (meta.length > 0) lines.push(table(meta.map(([k, v]) => ['  ' + esc(k), esc(v.length > 100 ? `${v.slice(0, 97)}...` : v)])));
+  if (meta.length > 0) lines.push(table(meta.map(([k, v]) => ['  ' + esc(k), esc(v.length > 100 && !options.fullMetadata ? `${v.slice(0, 97)}...` : v)])));
+
+  if (r.gguf) lines.push('', ...renderGguf(r.gguf));
 
   const sharded = r.files.length > 1;
   const header = ['name', 'dtype', 'shape', 'size', 'offsets', ...(sharded ? ['file'] : [])];
@@ -45,8 +47,19 @@ export function renderInspect(r: InspectReport): string {
   const quantized = renderQuantization(r.quantization?.map((l) => ({ ...l, layer: esc(l.layer) })));
   if (quantized) lines.push(quantized.trimEnd());
   if (r.quantizedParameters !== undefined) lines.push(`parameters as mlx-lm counts them (logical weights, no scales/biases): ${formatCount(r.quantizedParameters)}`);
-  const totals = Object.entries(r.totals.byDtype).map(([dtype, d]) => [dtype, String(d.tensors), formatCount(d.parameters), formatBytes(d.bytes)]);
-  totals.push(['total', String(r.totals.tensors), formatCount(r.totals.parameters), formatBytes(r.totals.bytes)]);
-  lines.push('', table([['dtype', 'tensors', 'parameters', 'size'], ...totals], new Set([1, 2, 3])));
+  const bits = (b: number | undefined): string[] => (r.gguf ? [b === undefined ? '-' : b.toFixed(2)] : []);
+  const totals = Object.entries(r.totals.byDtype).map(([dtype, d]) => [dtype, String(d.tensors), formatCount(d.parameters), formatBytes(d.bytes), ...bits(r.gguf?.types[dtype]?.bitsPerWeight)]);
+  totals.push(['total', String(r.totals.tensors), formatCount(r.totals.parameters), formatBytes(r.totals.bytes), ...bits(r.gguf?.bitsPerWeight)]);
+  lines.push('', table([[r.gguf ? 'ggml type' : 'dtype', 'tensors', 'parameters', 'size', ...(r.gguf ? ['bits/weight'] : [])], ...totals], new Set([1, 2, 3, 4])));
   return `${lines.join('\n')}\n`;
+}
+
+/** GGUF: the model in a few lines (the vocabulary only as its size). */
+function renderGguf(g: NonNullable<InspectReport['gguf']>): string[] {
+  const model = [`version ${g.version}`, `architecture ${g.architecture === null ? '-' : esc(g.architecture)}`];
+  if (g.name !== null) model.push(`name ${esc(g.name)}`);
+  if (g.contextLength !== null) model.push(`context length ${g.contextLength}`);
+  model.push(`alignment ${g.alignment}`);
+  const tok = g.tokenizer ? `tokenizer: ${g.tokenizer.model === null ? '-' : esc(g.tokenizer.model)}, ${formatCount(g.tokenizer.tokens)} tokens, ${formatCount(g.tokenizer.merges)} merges` : 'tokenizer: none';
+  return [`gguf: ${model.join(', ')}`, tok, `parameters: ${formatCount(g.parameters)} at ${g.bitsPerWeight.toFixed(2)} bits per weight`];
 }

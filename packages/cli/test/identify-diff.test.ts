@@ -40,9 +40,9 @@ describe('tensorport identify', () => {
     const r = await tensorport('inspect', join(IDENTIFY, 'relu.onnx'));
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('ONNX model');
-    const g = await tensorport('convert', join(IDENTIFY, 'tiny.gguf'), join(await tempDir(), 'x.safetensors'));
+    const g = await tensorport('convert', join(IDENTIFY, 'keras.h5'), join(await tempDir(), 'x.safetensors'));
     expect(g.code).toBe(1);
-    expect(g.stderr).toContain('GGUF');
+    expect(g.stderr).toContain('HDF5');
   });
 });
 

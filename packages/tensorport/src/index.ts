@@ -14,7 +14,9 @@ export { openInput, type Opened, type PipelineOptions, type ReadOptions } from '
 export { castTarget, checkWritten, convert, verifyContent, writerFor, type ConvertOptions, type ConvertReport, type Transform, type Transformed, type WriteOptionsByFormat } from './pipeline/convert.ts';
 export { mlxDequantize, mlxQuantize, mlxRepack } from './transforms.ts';
 export { writeMlxModelLayout } from './layouts.ts';
-export { inspect, type DtypeTotal, type InspectReport, type InspectTensor } from './pipeline/inspect.ts';
+export { inspect, type DtypeTotal, type InspectOptions, type InspectReport, type InspectTensor } from './pipeline/inspect.ts';
+export { ggufFormat } from '@tensorport/gguf';
+export type { GgufInspectSummary } from './pipeline/gguf-inspect.ts';
 export { validate, type ValidateReport } from './pipeline/validate.ts';
 export { diff, type DiffReport } from './pipeline/diff.ts';
 export { scan, type ScanResult } from './pipeline/scan.ts';

@@ -1,4 +1,5 @@
 import { extensionOf, identify, safetensorsFormat, TensorportError, type Context, type Finding, type Format } from '@tensorport/core';
+import { ggufFormat } from '@tensorport/gguf';
 import { npyFormat, npzFormat } from '@tensorport/npz';
 import { torchFormat } from '@tensorport/torch-zip';
 
@@ -74,6 +75,6 @@ function names(formats: readonly AnyFormat[]): string {
 }
 
 /** Every format this package knows. Torch before npz: both are ZIPs, torch's is recognised by its member names. */
-export const FORMATS: readonly AnyFormat[] = [safetensorsFormat, torchFormat, npzFormat, npyFormat];
+export const FORMATS: readonly AnyFormat[] = [safetensorsFormat, torchFormat, npzFormat, npyFormat, ggufFormat];
 
 export const defaultRegistry: Registry = createRegistry(FORMATS);

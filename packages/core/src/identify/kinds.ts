@@ -60,7 +60,7 @@ export const KINDS: Readonly<Record<IdentifiedKind, KindInfo>> = {
     extensions: ['.pt', '.pth', '.ptl', '.torchscript', '.zip'],
   },
   pickle: { what: 'a bare Python pickle', can: 'scan only; not supported for conversion: no tensor layout to read', extensions: ['.pkl', '.pickle', '.pt', '.pth', '.bin'] },
-  gguf: { what: 'a GGUF file (llama.cpp)', can: 'not supported: GGUF is identified only', extensions: ['.gguf'] },
+  gguf: { what: 'a GGUF file (llama.cpp)', can: 'convert, inspect, validate, diff', extensions: ['.gguf'] },
   hdf5: { what: 'an HDF5 file (Keras/TF .h5)', can: 'not supported: HDF5 is identified only', extensions: ['.h5', '.hdf5', '.weights.h5'] },
   onnx: { what: 'an ONNX model (protobuf ModelProto)', can: 'not supported: ONNX is identified only', extensions: ['.onnx'] },
   'flax-msgpack': {

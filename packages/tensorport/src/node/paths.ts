@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { TensorportError, type CastTarget, type Finding } from '@tensorport/core';
 import { convert, type Transform, type WriteOptionsByFormat } from '../pipeline/convert.ts';
 import { diff, type DiffReport } from '../pipeline/diff.ts';
-import { inspect, type InspectReport } from '../pipeline/inspect.ts';
+import { inspect, type InspectOptions, type InspectReport } from '../pipeline/inspect.ts';
 import type { PipelineOptions, ReadOptions } from '../pipeline/open.ts';
 import { scan, type ScanResult } from '../pipeline/scan.ts';
 import { validate, type ValidateReport } from '../pipeline/validate.ts';
@@ -93,7 +93,7 @@ export async function convertPath(options: ConvertPathOptions): Promise<ConvertP
 }
 
 /** `inspect` by path. */
-export function inspectPath(path: string, options: PipelineOptions = {}): Promise<InspectReport> {
+export function inspectPath(path: string, options: InspectOptions = {}): Promise<InspectReport> {
   return withPath(path, (ctx) => inspect(ctx, options));
 }
 

@@ -1,5 +1,6 @@
 import { elementCount, type Context, type Finding } from '@tensorport/core';
 import { inspectQuantization, type MlxLayerInfo } from '@tensorport/mlx';
+import { asGguf, ggufMetadata, ggufSummary, type GgufInspectSummary } from './gguf-inspect.ts';
 import { openInput, type PipelineOptions } from './open.ts';
 
 export interface InspectTensor {
@@ -11,6 +12,8 @@ export interface InspectTensor {
   offsets: [number, number] | null;
   /** The file holding the data (differs per tensor in a sharded checkpoint). */
   file: string | null;
+  /** GGUF: the ggml type (`dtype` is then that type's name and `shape` the element shape, as for every format). */
+  ggmlType?: string;
 }
 
 export interface DtypeTotal {
@@ -38,23 +41,33 @@ export interface InspectReport {
   quantizedParameters?: number;
   /** Tied names stored once: metadata entries `removed -> kept` whose kept name is a tensor (as convert.py records them). */
   aliases: Record<string, string>;
+  /** GGUF files: version, architecture, context length, tokenizer size, parameters and bits per weight per ggml type. */
+  gguf?: GgufInspectSummary;
+}
+
+export interface InspectOptions extends PipelineOptions {
+  /** Every metadata value in full (GGUF arrays such as the vocabulary are cut otherwise). */
+  fullMetadata?: boolean;
 }
 
 /** Reads a checkpoint's layout (headers only, no tensor data) into the `inspect --json` shape. */
-export async function inspect(ctx: Context, options: PipelineOptions = {}): Promise<InspectReport> {
+export async function inspect(ctx: Context, options: InspectOptions = {}): Promise<InspectReport> {
   const { checkpoint, warnings } = await openInput(ctx, options);
   try {
+    const gguf = asGguf(checkpoint);
     const files = new Map<string, number>();
-    const tensors: InspectTensor[] = checkpoint.tensors.map((t) => {
+    const tensors: InspectTensor[] = checkpoint.tensors.map((t, i) => {
       const range = t.range;
       if (range) files.set(range.source.name, range.source.size);
+      const ggml = gguf?.tensors[i];
       return {
         name: t.name,
-        dtype: t.dtype,
-        shape: [...t.shape],
+        dtype: ggml ? ggml.ggmlType.name : t.dtype,
+        shape: [...(ggml ? ggml.logicalShape : t.shape)],
         bytes: t.byteLength,
         offsets: range ? [range.offset, range.offset + t.byteLength] : null,
         file: range ? range.source.name : null,
+        ...(ggml ? { ggmlType: ggml.ggmlType.name } : {}),
       };
     });
     if (files.size === 0) files.set(ctx.name, ctx.entry === null ? 0 : await ctx.size());
@@ -76,13 +89,14 @@ export async function inspect(ctx: Context, options: PipelineOptions = {}): Prom
       path: ctx.name,
       format: checkpoint.format,
       files: [...files].map(([p, bytes]) => ({ path: p, bytes })),
-      metadata: checkpoint.metadata ? Object.fromEntries(checkpoint.metadata) : null,
+      metadata: gguf ? ggufMetadata(gguf, options.fullMetadata === true) : checkpoint.metadata ? Object.fromEntries(checkpoint.metadata) : null,
       tensors,
       totals: { ...totals, byDtype },
       warnings,
       ...(mlx.quantization ? { quantization: mlx.quantization } : {}),
       ...(mlx.parameters === undefined ? {} : { quantizedParameters: mlx.parameters }),
-      aliases: tiedAliases(checkpoint.metadata, new Set(tensors.map((t) => t.name))),
+      aliases: gguf ? {} : tiedAliases(checkpoint.metadata, new Set(tensors.map((t) => t.name))),
+      ...(gguf ? { gguf: ggufSummary(gguf) } : {}),
     };
   } finally {
     await checkpoint.close();

@@ -1,4 +1,5 @@
 import type { Checkpoint, Context, Finding } from '@tensorport/core';
+import type { GgufOpenOptions } from '@tensorport/gguf';
 import type { NpyOpenOptions, NpzOpenOptions } from '@tensorport/npz';
 import type { TorchOpenOptions } from '@tensorport/torch-zip';
 import { defaultRegistry, type AnyFormat, type Registry } from '../registry.ts';
@@ -8,6 +9,7 @@ export interface ReadOptions {
   torch?: TorchOpenOptions;
   npz?: NpzOpenOptions;
   npy?: NpyOpenOptions;
+  gguf?: GgufOpenOptions;
   [format: string]: unknown;
 }
 
