@@ -32,6 +32,8 @@ export interface ReadFlags {
   void1?: string;
   select?: string;
   keepAliases?: boolean;
+  /** torch: foreign globals become inert placeholders (extraction mode, docs/security.md). */
+  allowObjects?: boolean;
   name?: string;
 }
 
@@ -50,6 +52,6 @@ export function readOptions(flags: ReadFlags): ReadOptions {
   return {
     npz: void1,
     npy: { ...void1, ...(flags.name === undefined ? {} : { name: flags.name }) },
-    torch: { ...(flags.select === undefined ? {} : { select: flags.select }), ...(flags.keepAliases ? { keepAliases: true } : {}) },
+    torch: { ...(flags.select === undefined ? {} : { select: flags.select }), ...(flags.keepAliases ? { keepAliases: true } : {}), ...(flags.allowObjects ? { allowObjects: true } : {}) },
   };
 }

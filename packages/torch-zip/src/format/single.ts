@@ -13,6 +13,8 @@ export interface TorchOpenOptions {
   select?: string;
   /** Every name of a tied weight as its own tensor instead of once. */
   keepAliases?: boolean;
+  /** Extraction mode: foreign globals become inert placeholders instead of refusing the file (see docs/security.md). */
+  allowObjects?: boolean;
 }
 
 export function readerOptions(ctx: Context, options: TorchOpenOptions = {}): OpenTorchOptions {
@@ -20,6 +22,7 @@ export function readerOptions(ctx: Context, options: TorchOpenOptions = {}): Ope
     ...(ctx.codec ? { zipCodec: ctx.codec } : {}),
     ...(options.select === undefined ? {} : { select: options.select }),
     ...(options.keepAliases ? { keepAliases: true } : {}),
+    ...(options.allowObjects ? { allowObjects: true } : {}),
   };
 }
 
@@ -61,7 +64,9 @@ function unsafe(path: string, scan: ScanReport): TensorportError {
  */
 export async function openTorchFile(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<TorchCheckpoint> {
   const scan = await scanContext(ctx, file);
-  if (!scan.safe) throw unsafe(ctx.path(file), scan);
+  // extraction mode lets foreign names through (as placeholders), never any other finding
+  const onlyForeign = options?.allowObjects === true && scan.verdict === 'unsafe' && scan.findings.every((f) => f.code === 'PickleDisallowedGlobal');
+  if (!scan.safe && !onlyForeign) throw unsafe(ctx.path(file), scan);
   const tiedWeights = await tiedWeightsIn(ctx);
   return openTorchCheckpoint(await ctx.source(file), { ...readerOptions(ctx, options), ...(await sharedArchive(ctx, file)), ...(tiedWeights ? { tiedWeights } : {}) });
 }

@@ -27,6 +27,11 @@ export interface RunOptions {
    * torch's weights-only allowlist (torch/allowlist.ts), which is what every caller here reads.
    */
   resolveGlobal?: GlobalResolver;
+  /**
+   * Extraction mode: BUILD on a tensor record is refused (torch's `Tensor.__setstate__` would swap
+   * its storage), instead of dropping the state as a weights-only load of plain checkpoints does.
+   */
+  refuseTensorBuild?: boolean;
   /** Turns a persistent id into a value; without it, persistent ids are refused. */
   persistentLoad?: (pid: PyValue, fail: Fail) => PyValue;
   /** Where the pickle is (member name or file), for messages. */
@@ -206,8 +211,14 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     return OPAQUE_GLOBAL(q);
   };
 
+  /** A call on a placeholder (or on such a call's result): a record of what pickle would pass, never run. */
+  const foreignCall = (name: string, callee: PyValue, args: PyTuple): PyObject =>
+    nested<PyObject>({ kind: 'object', callable: name, args: args.items, depth: 1, foreign: { via: op.toLowerCase(), callee, kwargs: null, states: [], dictItems: [], listItems: [], offset: base + at } }, Math.max(args.depth, depthOf(callee)) + 1);
+  const isForeign = (v: PyValue): v is PyObject & { foreign: NonNullable<PyObject['foreign']> } => isContainer(v) && v.kind === 'object' && v.foreign !== undefined;
+
   /** REDUCE/NEWOBJ/INST/OBJ: only allowlisted callables, which return inert records. */
   const invoke = (callable: PyValue, args: PyValue): PyValue => {
+    if (isForeign(callable) && typeof args === 'object' && args !== null && args.kind === 'tuple') return foreignCall(`${callable.callable}(...)`, callable, args);
     // scan mode: calling the result of a disallowed call, already reported
     if (scan && isContainer(callable) && callable.kind === 'object') return { kind: 'object', callable: `${callable.callable}(...)`, args: [], depth: 1 };
     if (typeof callable !== 'object' || callable === null || callable.kind !== 'global') return invalid(`${op} on ${typeName(callable)}, which is not callable`);
@@ -216,6 +227,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
       flag('PickleDisallowedGlobal', `${op} calls ${callable.name}`);
       return nested<PyObject>({ kind: 'object', callable: callable.name, args: args.items, depth: 1 }, args.depth + 1);
     }
+    if (callable.entry.kind === 'placeholder') return foreignCall(callable.name, callable, args);
     if (callable.entry.kind !== 'call') return invalid(`${op}: ${callable.name} is not callable`);
     const out = callable.entry.call(args.items, (m) => invalid(`${op} ${callable.name}: ${m}`));
     if (isContainer(out)) nested(out, out.depth);
@@ -224,6 +236,12 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
 
   const setItems = (target: PyValue, items: PyValue[]): void => {
     if (items.length % 2 !== 0) invalid(`${op}: odd number of items`);
+    if (isForeign(target)) {
+      for (let i = 0; i < items.length; i += 2) target.foreign.dictItems.push([items[i]!, items[i + 1]!]);
+      sized(target.foreign.dictItems.length);
+      nested(target, Math.max(target.depth, depthAbove(items)));
+      return;
+    }
     if (scan && isContainer(target) && target.kind === 'object') return; // opaque: already reported
     if (!isContainer(target) || target.kind !== 'dict') return invalid(`${op} on ${typeName(target)}; only dicts take items`);
     for (let i = 0; i < items.length; i += 2) {
@@ -233,6 +251,12 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
     }
   };
   const appendItems = (target: PyValue, items: PyValue[], kind: 'list' | 'set'): void => {
+    if (kind === 'list' && isForeign(target)) {
+      target.foreign.listItems.push(...items.slice(0, lim.maxItems + 1));
+      sized(target.foreign.listItems.length);
+      nested(target, Math.max(target.depth, depthAbove(items)));
+      return;
+    }
     if (scan && isContainer(target) && target.kind === 'object') return;
     if (!isContainer(target) || target.kind !== kind || (target.kind === 'set' && target.frozen)) return invalid(`${op} on ${typeName(target)}; expected a ${kind}`);
     for (const v of items) {
@@ -243,8 +267,18 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   const build = (target: PyValue, state: PyValue): void => {
     if (typeof target !== 'object' || target === null) return invalid(`BUILD on ${typeName(target)}`);
     switch (target.kind) {
-      case 'tensor': case 'unsupported': return; // a tensor's Python attributes: dropped
-      case 'object': if (scan) return; return invalid(`BUILD on ${typeName(target)}`); // opaque in scan mode
+      case 'tensor': case 'unsupported': // a tensor's Python attributes: dropped
+        if (opts.refuseTensorBuild) invalid('BUILD on a tensor: torch would apply the state with Tensor.__setstate__ (set_ swaps its storage)');
+        return;
+      case 'object':
+        if (isForeign(target)) {
+          target.foreign.states.push(state);
+          sized(target.foreign.states.length);
+          nested(target, Math.max(target.depth, depthOf(state) + 1));
+          return;
+        }
+        if (scan) return;
+        return invalid(`BUILD on ${typeName(target)}`); // opaque in scan mode
       case 'dict': {
         // OrderedDict state: vars(od) (a state dict's `_metadata`), possibly as (dict, slots).
         const s = typeof state === 'object' && state !== null && state.kind === 'tuple' && state.items.length === 2 ? state.items[0]! : state;
@@ -386,8 +420,11 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
           const kwargs = pop();
           const args = pop();
           const cls = pop();
-          if (!isContainer(kwargs) || kwargs.kind !== 'dict' || kwargs.items.size > 0) flag('PickleInvalid', 'NEWOBJ_EX with keyword arguments');
-          push(invoke(cls, args));
+          const foreignClass = isForeign(cls) || (typeof cls === 'object' && cls !== null && cls.kind === 'global' && cls.entry?.kind === 'placeholder');
+          if (!foreignClass && (!isContainer(kwargs) || kwargs.kind !== 'dict' || kwargs.items.size > 0)) flag('PickleInvalid', 'NEWOBJ_EX with keyword arguments');
+          const made = invoke(cls, args);
+          if (isForeign(made) && foreignClass) made.foreign.kwargs = kwargs;
+          push(made);
           break;
         }
         case 0x69: { // INST: CPython finds the MARK before it reads (and imports) the name

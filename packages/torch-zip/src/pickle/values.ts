@@ -52,7 +52,9 @@ export type GlobalEntry =
   | { readonly kind: 'call'; readonly call: Handler }
   | { readonly kind: 'dtype'; readonly dtype: TorchDtype }
   | { readonly kind: 'storage'; readonly dtype: TorchDtype | null }
-  | { readonly kind: 'type' };
+  | { readonly kind: 'type' }
+  /** Extraction mode: a foreign name kept as a name; calls on it build `PyObject` records with `foreign` state. */
+  | { readonly kind: 'placeholder' };
 
 /** A global resolver: the entry for an allowed `module.name`, undefined for every other name. */
 export type GlobalResolver = (qualified: string) => GlobalEntry | undefined;
@@ -74,6 +76,25 @@ export interface PyObject {
   readonly callable: string;
   readonly args: readonly PyValue[];
   depth: number;
+  /** Set only on a call to a placeholder global: what later opcodes gave the record (nothing ran). */
+  readonly foreign?: ForeignState;
+}
+
+/** What pickle would have handed a foreign object, recorded instead of applied. */
+export interface ForeignState {
+  /** The opcode that made it: reduce, newobj, newobj_ex, inst or obj. */
+  readonly via: string;
+  /** What was called: the placeholder global, or another record (a bound method from getattr). */
+  readonly callee: PyValue;
+  /** NEWOBJ_EX keyword arguments. */
+  kwargs: PyValue | null;
+  /** BUILD states in order (a second BUILD is legal pickle). */
+  readonly states: PyValue[];
+  /** SETITEM(S) on it (dict subclasses) and APPEND(S) (list subclasses), as pickle would pass them. */
+  readonly dictItems: Array<readonly [PyValue, PyValue]>;
+  readonly listItems: PyValue[];
+  /** Pickle offset of the call, for messages. */
+  readonly offset: number;
 }
 
 /** A persistent id `('storage', type, key, location, numel[, view])`: bytes kept elsewhere. */

@@ -1,5 +1,6 @@
 import { TensorportError, type Checkpoint, type Finding, type TensorDescriptor } from '@tensorport/core';
 import type { PyValue, StorageRef, TensorRecord } from '../pickle/values.ts';
+import type { ObjectsReport } from './extract-objects.ts';
 import { dtypeInfo } from './dtypes.ts';
 import { planTensor, tensorChunks, type StorageBytes, type TensorLayout } from './layout.ts';
 import { keptTiedName, mayWriteOnce, type TiedWeightsConfig } from './tied.ts';
@@ -20,6 +21,12 @@ export interface AssembleOptions {
   skipUnsupported?: boolean;
   maxViewBytes?: number;
   maxNesting?: number;
+  /**
+   * Extraction mode (off by default): globals outside the allowlist become inert placeholders
+   * instead of refusing the file; module records, numpy arrays and scalars are decoded by name and
+   * tensors inside other foreign objects are reported, not extracted (torch/extract-objects.ts).
+   */
+  allowObjects?: boolean;
 }
 
 export interface TorchCheckpoint extends Checkpoint {
@@ -32,6 +39,8 @@ export interface TorchCheckpoint extends Checkpoint {
   readonly globals: string[];
   /** Non-tensor values left out (epoch, lr, optimizer param groups), by path; the first 1000. */
   readonly dropped: ReadonlyArray<{ readonly name: string; readonly type: string }>;
+  /** Extraction mode only: the foreign objects the pickle held. */
+  readonly objects?: ObjectsReport;
 }
 
 // Paths named in the one warning about left-out values; `dropped` has them all (up to 1000).

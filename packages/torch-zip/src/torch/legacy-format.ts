@@ -2,7 +2,8 @@ import { SliceSource, TensorportError, type ByteSource } from '@tensorport/core'
 import type { PickleLimits } from '../pickle/limits.ts';
 import { runPickleAt } from '../pickle/stream.ts';
 import { isContainer, type PyValue } from '../pickle/values.ts';
-import { assemble, type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
+import { type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
+import { assembleObjects, objectMode } from './extract-objects.ts';
 import { dtypeInfo } from './dtypes.ts';
 import { StorageTable } from './persistent.ts';
 
@@ -31,7 +32,7 @@ export async function openLegacyCheckpoint(source: ByteSource, opts: AssembleOpt
       mode: 'load', path: source.name,
       ...(opts.limits ? { limits: opts.limits } : {}),
       ...(opts.maxPickleBytes ? { maxPickleBytes: opts.maxPickleBytes } : {}),
-      ...(persistent ? { persistentLoad: table.load } : {}),
+      ...(persistent ? { persistentLoad: table.load, ...objectMode(opts) } : {}),
     });
     // The header pickles are plain constants: a global there is a magic-number forgery.
     if (!persistent && r.globals.length > 0) throw invalid(`header pickle at ${pos} references ${r.globals.join(', ')}`, pos);
@@ -68,7 +69,7 @@ export async function openLegacyCheckpoint(source: ByteSource, opts: AssembleOpt
   // torch.load stops here; a ZIP or pickle appended is read by other tools (zipfile finds a ZIP anywhere)
   if (pos !== source.size) throw invalid(`${source.size - pos} bytes after the last storage`, pos);
 
-  return assemble(root, (ref, tensor) => {
+  return assembleObjects(root, [...globals], (ref, tensor) => {
     const w = windows.get(ref.key);
     if (w === undefined) throw new TensorportError('TorchInvalidCheckpoint', `${JSON.stringify(tensor)} uses storage ${ref.key}, which has no data in the file`, { tensor, path: source.name });
     if (ref.view === null) return { source: w, bigEndian: false };

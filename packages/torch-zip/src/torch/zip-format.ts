@@ -1,7 +1,8 @@
 import { checkRange, openZip, TensorportError, type ByteSource, type DeflateCodec, type ZipArchive, type ZipEntry } from '@tensorport/core';
 import { loadPickle } from '../pickle/interpreter.ts';
 import { DEFAULT_MAX_PICKLE_BYTES } from '../pickle/stream.ts';
-import { assemble, type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
+import { type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
+import { assembleObjects, objectMode } from './extract-objects.ts';
 import { dtypeInfo } from './dtypes.ts';
 import type { StorageBytes } from './layout.ts';
 import type { PickleReadOptions } from './legacy-format.ts';
@@ -85,7 +86,7 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
 
   const pkl = await readMember(a, `${p}/data.pkl`, opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES);
   const table = new StorageTable('zip');
-  const r = loadPickle(pkl, { persistentLoad: table.load, path: `${p}/data.pkl`, ...(opts.limits ? { limits: opts.limits } : {}) });
+  const r = loadPickle(pkl, { persistentLoad: table.load, path: `${p}/data.pkl`, ...(opts.limits ? { limits: opts.limits } : {}), ...objectMode(opts) });
 
   // Every storage's declared size against its member, before any tensor is described: torch
   // itself reads past short records and allocates whatever a long declaration says.
@@ -106,7 +107,7 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
   }
   const warnings = bigEndian ? [{ code: 'TorchBigEndian', message: 'storages are big-endian (byteorder record); swapped to little-endian' }] : [];
   if ([...storages.values()].some((s) => s.stream)) warnings.push({ code: 'TorchDeflatedStorage', message: 'storages are deflated (torch writes them stored): read by inflating, not memory-mapped' });
-  return assemble(r.value, (ref) => storages.get(ref.key)!, opts, {
+  return assembleObjects(r.value, r.globals, (ref) => storages.get(ref.key)!, opts, {
     format: 'torch-zip', globals: r.globals, warnings, close: () => a.zip.close(),
   });
 }
