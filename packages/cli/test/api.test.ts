@@ -65,7 +65,7 @@ describe('inspect() and validate() (programmatic)', () => {
   it('give the --json shapes', async () => {
     const file = join(FIXTURES, 'scalars.safetensors');
     const report = await inspect(file);
-    expect(Object.keys(report).sort()).toEqual(['files', 'format', 'metadata', 'path', 'tensors', 'totals', 'warnings']);
+    expect(Object.keys(report).sort()).toEqual(['aliases', 'files', 'format', 'metadata', 'path', 'tensors', 'totals', 'warnings']);
     for (const t of report.tensors) expect(Object.keys(t).sort()).toEqual(['bytes', 'dtype', 'file', 'name', 'offsets', 'shape']);
     // Scalars (shape []) count one parameter each.
     expect(report.totals.parameters).toBe(report.tensors.length);
@@ -87,7 +87,7 @@ describe('main() with a TTY-like stderr', () => {
 
 describe('format registry', () => {
   it('has one entry per format, each with sniff and open over a context', async () => {
-    expect(FORMATS.map((f) => f.name)).toEqual(['safetensors', 'torch', 'npz', 'npy']);
+    expect(FORMATS.map((f) => f.name)).toEqual(['safetensors', 'torch', 'npz', 'npy', 'gguf']);
     const st = FORMATS[0]!;
     const sniff = async (path: string) => {
       const ctx = await pathContext(path);

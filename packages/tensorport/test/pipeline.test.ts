@@ -47,7 +47,7 @@ describe('the pipeline over in-memory files (what a browser has)', () => {
 
 describe('registries', () => {
   it('the default one holds every format, in sniffing order', () => {
-    expect(defaultRegistry.formats.map((f) => f.name)).toEqual(['safetensors', 'torch', 'npz', 'npy']);
+    expect(defaultRegistry.formats.map((f) => f.name)).toEqual(['safetensors', 'torch', 'npz', 'npy', 'gguf']);
   });
 
   it('a registry without torch cannot read a torch file; one with a planted format uses it', async () => {
