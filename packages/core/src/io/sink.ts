@@ -5,6 +5,11 @@
 export interface ByteSink {
   readonly name: string;
   write(chunk: Uint8Array): Promise<void>;
+  /**
+   * Optional: `write` of a chunk the caller gives up (it and its producer never touch it again), so
+   * the sink may keep it instead of copying it. Writers call it through `writeChunk`.
+   */
+  writeOwned?(chunk: Uint8Array): Promise<void>;
   commit(): Promise<void>;
   abort(): Promise<void>;
   readonly bytesWritten: number;
@@ -48,4 +53,13 @@ export class MemorySink implements ByteSink {
     if (!this.result) throw new Error('MemorySink.bytes() before commit()');
     return this.result;
   }
+}
+
+/**
+ * Writes a tensor chunk a writer got from `exactChunks` and does not use again. Readers yield fresh
+ * buffers per chunk (FileSource reads), so the sink may take them over; sinks decide which they can
+ * take without a copy (FileSink: only its own read buffers) and copy the rest.
+ */
+export function writeChunk(sink: ByteSink, chunk: Uint8Array): Promise<void> {
+  return sink.writeOwned ? sink.writeOwned(chunk) : sink.write(chunk);
 }

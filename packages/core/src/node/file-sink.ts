@@ -4,6 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { TensorportError } from '../errors.ts';
 import type { ByteSink } from '../io/sink.ts';
 import { registerTempFile, unregisterTempFile } from './cleanup.ts';
+import { giveBack, isLent } from './buffer-pool.ts';
 import { CommitGroup, type GroupMember } from './commit-group.ts';
 import { errnoCode, ioError } from './file-source.ts';
 import { ownedName } from './owner.ts';
@@ -35,7 +36,8 @@ const DEFAULT_BUFFER = 4 * 1024 * 1024;
  * (see cleanup.ts).
  *
  * Writes are copied into a buffer and written in big positional writes while the caller produces
- * the next chunk: at most one write in flight, so memory is bounded by two buffers.
+ * the next chunk: at most one write in flight, so memory is bounded by two buffers. A chunk handed
+ * over with `writeOwned` is written as it is, without that copy.
  */
 export class FileSink implements ByteSink {
   bytesWritten = 0;
@@ -89,6 +91,29 @@ export class FileSink implements ByteSink {
       if (this.fill === this.buf.byteLength) await this.flush();
     }
     this.bytesWritten += chunk.byteLength;
+  }
+
+  /**
+   * Like `write`, but the caller gives the chunk up: neither it nor whoever produced the chunk reads
+   * or changes it again. A whole FileSource read buffer is then written from where it is (no copy
+   * into the write-behind buffer) and goes back to the read buffer pool once written; anything else
+   * (views, buffers a producer may reuse) is copied as `write` does.
+   */
+  async writeOwned(chunk: Uint8Array): Promise<void> {
+    if (!isLent(chunk)) return this.write(chunk);
+    this.checkOpen();
+    // Bytes already buffered go first, in their own write; then the chunk, still one write in flight.
+    await this.flush();
+    await this.settle();
+    const at = this.filePos;
+    this.filePos += chunk.byteLength;
+    this.bytesWritten += chunk.byteLength;
+    this.inflight = writeAll(this.fh, chunk, at).then(
+      () => giveBack(chunk),
+      (e: unknown) => {
+        this.failure = ioError(`write of ${chunk.byteLength} bytes at offset ${at} to ${this.tempPath} failed`, this.name, e, at);
+      },
+    );
   }
 
   /**

@@ -1,6 +1,6 @@
 import { byteLength as expectedByteLength, isDType, type DType } from '../dtype.ts';
 import { TensorportError } from '../errors.ts';
-import type { ByteSink } from '../io/sink.ts';
+import { writeChunk, type ByteSink } from '../io/sink.ts';
 import type { TensorDescriptor } from '../tensor.ts';
 import { exactChunks } from '../tensor-chunks.ts';
 import { writeOrder } from './order.ts';
@@ -117,7 +117,7 @@ export async function streamSafetensors(
     const t = tensors[i]!;
     for await (const chunk of exactChunks(t, opts.chunkSize)) {
       if (chunk.byteLength === 0) continue;
-      await sink.write(chunk);
+      await writeChunk(sink, chunk);
       done += chunk.byteLength;
       opts.onProgress?.(done, total);
     }

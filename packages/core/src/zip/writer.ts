@@ -1,5 +1,5 @@
 import { TensorportError } from '../errors.ts';
-import type { ByteSink } from '../io/sink.ts';
+import { writeChunk, type ByteSink } from '../io/sink.ts';
 import { crcOf, type Crc32Fn, type DeflateCodec } from './codec.ts';
 import { FLAG_DATA_DESCRIPTOR, FLAG_UTF8, METHOD_DEFLATED, METHOD_STORED, SIG_CENTRAL } from './central-directory.ts';
 import { SIG_EOCD, SIG_ZIP64_EOCD, SIG_ZIP64_LOCATOR } from './end-record.ts';
@@ -133,7 +133,7 @@ export class ZipWriter {
       for await (const chunk of data) {
         crc = this.crcFn(chunk, crc);
         size += chunk.byteLength;
-        await this.sink.write(chunk);
+        await writeChunk(this.sink, chunk);
       }
       compressedSize = size;
     }

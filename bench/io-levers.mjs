@@ -1,0 +1,51 @@
+#!/usr/bin/env node
+// The I/O levers of issue 18 one by one, on a page-cached copy of one file through core's
+// FileSource/FileSink (no format code): copy into the write-behind buffer vs `writeOwned`, and
+// read-ahead depth. Interleaved runs, medians; CPU seconds and minor faults come from
+// process.resourceUsage, which the machine's load does not change much.
+// Usage: node bench/io-levers.mjs [--gib 1] [--runs 5]   (after npm run build)
+import { rmSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { FileSink, FileSource } from '../packages/core/dist/node.node.js';
+import { median, writeSyntheticSafetensors } from './lib.mjs';
+
+const { values } = parseArgs({ options: { gib: { type: 'string', default: '1' }, runs: { type: 'string', default: '5' } } });
+const input = `/tmp/tp-io-levers-${process.pid}.bin`;
+const out = `/tmp/tp-io-levers-${process.pid}.out`;
+writeSyntheticSafetensors(input, Number(values.gib));
+const CHUNK = 4 * 1024 * 1024;
+
+async function copy({ owned, ahead }) {
+  rmSync(out, { force: true });
+  const before = process.resourceUsage();
+  const t0 = performance.now();
+  const src = await FileSource.open(input);
+  src.readAhead = ahead;
+  const sink = await FileSink.create(out, { fsync: false });
+  for (let pos = 0; pos < src.size; pos += CHUNK) {
+    const c = await src.read(pos, Math.min(CHUNK, src.size - pos));
+    await (owned ? sink.writeOwned(c) : sink.write(c));
+  }
+  await sink.commit();
+  await src.close();
+  const secs = (performance.now() - t0) / 1000;
+  const after = process.resourceUsage();
+  return { secs, cpu: (after.userCPUTime + after.systemCPUTime - before.userCPUTime - before.systemCPUTime) / 1e6, faults: after.minorPageFault - before.minorPageFault };
+}
+
+const variants = [
+  { label: 'write (copy), no read-ahead (before)', owned: false, ahead: 0 },
+  { label: 'writeOwned, no read-ahead', owned: true, ahead: 0 },
+  { label: 'writeOwned, read-ahead 1', owned: true, ahead: 1 },
+  { label: 'writeOwned, read-ahead 2 (default)', owned: true, ahead: 2 },
+  { label: 'writeOwned, read-ahead 4', owned: true, ahead: 4 },
+];
+const res = variants.map(() => []);
+for (let r = 0; r < Number(values.runs); r++) for (const [i, v] of variants.entries()) res[i].push(await copy(v));
+console.log(`\n${values.gib} GiB page-cached copy, median of ${values.runs} interleaved runs (load ${(await import('node:os')).loadavg()[0].toFixed(1)})\n| variant | wall s | CPU s | minor faults |\n|---|---|---|---|`);
+for (const [i, v] of variants.entries()) {
+  const m = (k) => median(res[i].map((x) => x[k]));
+  console.log(`| ${v.label} | ${m('secs').toFixed(2)} | ${m('cpu').toFixed(2)} | ${m('faults').toFixed(0)} |`);
+}
+rmSync(input, { force: true });
+rmSync(out, { force: true });
