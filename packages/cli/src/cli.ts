@@ -1,10 +1,18 @@
 #!/usr/bin/env node
 import { setStaleFileReporter } from '@tensorport/core/node';
+import { configureRemote } from 'tensorport/node';
 import { main } from './program.ts';
 import { escapeTerminal } from './report.ts';
 
 // Leftovers of killed runs removed before writing (core's stale.ts) are reported like any warning.
 setStaleFileReporter((message) => process.stderr.write(`tensorport: warning: ${escapeTerminal(message)}\n`));
+
+// URL and hf:// inputs: what each cost, on stderr (stdout stays the report, --json included).
+configureRemote({
+  onTransfer: (input, t) =>
+    t.requests > 0 &&
+    process.stderr.write(`tensorport: ${escapeTerminal(input)}: fetched ${t.bytesTransferred} of ${t.size} bytes in ${t.requests} request${t.requests === 1 ? '' : 's'}\n`),
+});
 
 // `tensorport inspect big.safetensors | head`: the reader went away; stop quietly, not with a stack trace.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { stat } from 'node:fs/promises';
-import { TensorportError, identify, type Finding, type Identification } from '@tensorport/core';
+import { TensorportError, identify, isRemoteInput, type Finding, type Identification } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
 import { defaultRegistry } from 'tensorport';
 import { withPath } from '../probe.ts';
@@ -20,6 +20,16 @@ export interface IdentifyReport {
 
 /** Names one path's format from its bytes (a directory: the checkpoint layout it holds). */
 export async function identifyPath(path: string): Promise<IdentifyReport> {
+  if (isRemoteInput(path)) {
+    // a URL or hf:// address: the probe's bytes (a bare repo: the weights file it resolves to)
+    return withPath(path, async (ctx) => {
+      const r: Identification = await identify(await ctx.source(), { codec: nodeZlibCodec });
+      return { path: ctx.name, kind: r.kind, what: r.what, can: r.can, ...(r.container ? { container: r.container } : {}), details: r.details, warnings: r.warnings };
+    }).catch((e: unknown) => {
+      if (!(e instanceof TensorportError)) throw e;
+      return { path, kind: null, what: 'unreadable', can: 'nothing', details: {}, warnings: [], error: e.toJSON() };
+    });
+  }
   const info = await stat(path).catch(() => null);
   if (info?.isDirectory()) {
     return withPath(path, async (ctx) => {
