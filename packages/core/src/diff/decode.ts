@@ -61,9 +61,13 @@ export function decodeInts(dtype: DType, bytes: Uint8Array): ArrayLike<number | 
 }
 
 /** True when the two pieces hold the same bytes (words at a time when aligned). */
+const NodeBuffer = (globalThis as { Buffer?: { from(b: ArrayBufferLike, offset: number, length: number): { equals(other: Uint8Array): boolean } } }).Buffer;
+
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.byteLength !== b.byteLength) return false;
   const n = a.byteLength;
+  // Node's Buffer compares with memcmp, several times faster than the word loop; browsers lack it.
+  if (NodeBuffer) return NodeBuffer.from(a.buffer, a.byteOffset, n).equals(b);
   if (a.byteOffset % 4 === 0 && b.byteOffset % 4 === 0 && n % 4 === 0) {
     const wa = new Int32Array(a.buffer, a.byteOffset, n / 4);
     const wb = new Int32Array(b.buffer, b.byteOffset, n / 4);

@@ -1,4 +1,5 @@
 import { TensorportError } from '../errors.ts';
+import { recycleChunk } from '../io/recycle.ts';
 
 /** One side's chunk stream, consumed in pieces of any length. */
 class Cursor {
@@ -17,6 +18,8 @@ class Cursor {
       const r = await this.it.next();
       if (r.done) this.done = true;
       else {
+        // The pieces yielded from the old chunk were compared before this pull: its buffer may be reused.
+        recycleChunk(this.cur);
         this.cur = r.value;
         this.pos = 0;
       }

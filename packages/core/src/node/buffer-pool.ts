@@ -1,3 +1,5 @@
+import { setChunkRecycler } from '../io/recycle.ts';
+
 /**
  * Reused read buffers. A fresh 4 MiB buffer per chunk costs a page fault per 4 KiB page on first
  * touch (61k minor faults for a 1 GiB copy, measured) and an munmap when the GC frees it; buffers
@@ -5,7 +7,8 @@
  *
  * Ownership: `lend` hands a buffer to a FileSource read, whose caller owns it. Only a sink that was
  * given the chunk with `writeOwned` (the caller promises never to touch it again) gives it back,
- * after its write finished. A lent buffer nobody gives back is simply collected by the GC.
+ * after its write finished; so does diff (through io/recycle.ts, installed at the end of this file)
+ * once it compared a chunk. A lent buffer nobody gives back is simply collected by the GC.
  */
 const free = new Map<number, Uint8Array[]>();
 const lent = new WeakSet<ArrayBuffer>();
@@ -42,3 +45,5 @@ export function giveBack(chunk: Uint8Array): void {
   if (list) list.push(chunk);
   else free.set(chunk.byteLength, [chunk]);
 }
+
+setChunkRecycler(giveBack);
