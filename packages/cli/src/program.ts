@@ -220,7 +220,7 @@ Examples:
       await server.close();
     });
 
-  registerScan(program, { out, fail: () => (exitCode = EXIT_FAILED) });
+  registerScan(program, { out, err, fail: () => (exitCode = EXIT_FAILED), exit: (code) => (exitCode = code), version: VERSION });
 
   registerQuantize(program, io);
   registerDequantize(program, io);

@@ -1,6 +1,15 @@
-import type { Command } from 'commander';
+import { stat } from 'node:fs/promises';
+import { Option, type Command } from 'commander';
+import { TensorportError } from '@tensorport/core';
 import { scanPath, type ScanResult } from 'tensorport/node';
 import { describeFinding, escapeTerminal } from './report.ts';
+import { toSarif } from './sarif.ts';
+import { scanTree, type TreeScan } from './scan-tree.ts';
+
+/** scan's exit codes (docs/cli.md): as picklescan and modelscan, 1 means something unsafe was found. */
+export const EXIT_UNSAFE = 1;
+/** A file could not be read (not a verdict): picklescan and modelscan use 2, which is our usage error. */
+export const EXIT_UNREADABLE = 3;
 
 export type { ScanResult };
 
@@ -13,26 +22,49 @@ export const scan = scanPath;
 /** Opcodes that import or call something, or could grow memory: listed with their counts. */
 const RISKY_OPCODES = ['GLOBAL', 'STACK_GLOBAL', 'INST', 'OBJ', 'REDUCE', 'BUILD', 'NEWOBJ', 'NEWOBJ_EX', 'EXT1', 'EXT2', 'EXT4', 'PERSID', 'BINPERSID'];
 
-export function registerScan(program: Command, io: { out: (text: string) => void; fail: () => void }): void {
+export function registerScan(program: Command, io: { out: (text: string) => void; err?: (text: string) => void; fail: () => void; exit?: (code: number) => void; version?: string }): void {
   program
     .command('scan')
     .description('List every global and risky opcode in a file\'s pickles with a verdict; never executes anything')
-    .argument('<file>', 'a .pt/.pth/.bin/.ckpt (ZIP or legacy), a bare .pkl, or an .npz/.npy with object arrays')
-    .option('--json', 'print {safe, globals, findings, ...} as JSON')
+    .argument('<path>', 'a .pt/.pth/.bin/.ckpt (ZIP or legacy), a bare .pkl, an .npz/.npy with object arrays, or a directory (every file below it, by content)')
+    .option('--json', 'print {safe, globals, findings, ...} as JSON (a directory: {root, files, summary})')
+    .addOption(new Option('--format <format>', 'output format').choices(['text', 'json', 'sarif']).default('text'))
     .addHelpText(
       'after',
       `
 Verdicts: safe (only allowlisted globals, well-formed); UNSAFE (any finding); no pickle found
 (nothing a pickle loader would import: safetensors, GGUF, ONNX, HDF5, a numeric npz, an empty
 file); not a pickle (bytes of no format tensorport knows, which do not parse as a pickle).
-Exits 0 when safe or no pickle found, 1 otherwise.
+Exit codes: 0 every file safe or without pickles; 1 something unsafe (or not a pickle) was found;
+3 a file could not be read (and nothing unsafe was found); 2 usage errors.
+A directory prints one line per file and a summary; --format sarif writes SARIF 2.1.0 (one result
+per disallowed global, the file as artifact location) for code-scanning dashboards.
 
 Examples:
   $ tensorport scan downloaded.pt
   $ tensorport scan pytorch_model.bin --json | jq '.globals'`,
     )
-    .action(async (file: string, opts: { json?: boolean }) => {
-      const r = await scan(file);
+    .action(async (file: string, opts: { json?: boolean; format: 'text' | 'json' | 'sarif' }) => {
+      const format = opts.json ? 'json' : opts.format;
+      const isDir = (await stat(file).catch(() => null))?.isDirectory() === true;
+      if (isDir || format === 'sarif') {
+        const tree = isDir ? await scanTree(file) : await singleTree(file);
+        if (tree.summary.unsafe + tree.summary.notAPickle > 0) (io.exit ?? io.fail)(EXIT_UNSAFE);
+        else if (tree.summary.unreadable > 0) (io.exit ?? io.fail)(EXIT_UNREADABLE);
+        if (format === 'sarif') io.out(`${JSON.stringify(toSarif(isDir ? file : '.', tree.files, io.version ?? '0.0.0'), null, 2)}\n`);
+        else if (format === 'json') io.out(`${JSON.stringify(tree, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
+        else treeLines(io, tree);
+        return;
+      }
+      let r: ScanResult;
+      try {
+        r = await scan(file);
+      } catch (e) {
+        if (!(e instanceof TensorportError) || e.code !== 'IoError') throw e;
+        (io.exit ?? io.fail)(EXIT_UNREADABLE);
+        (io.err ?? io.out)(`tensorport: ${file}: could not read: ${e.message}\n`);
+        return;
+      }
       if (!r.safe) io.fail();
       if (opts.json) {
         io.out(`${JSON.stringify(r, null, 2)}\n`);
@@ -53,6 +85,28 @@ const VERDICT_WORDS: Record<ScanResult['verdict'], string> = {
   'no-pickle': 'no pickle found',
   'not-a-pickle': 'not a pickle (no format tensorport knows)',
 };
+
+/** One line per file, then the totals. */
+function treeLines(io: { out: (text: string) => void }, tree: TreeScan): void {
+  for (const f of tree.files) {
+    if (f.error) io.out(`${escapeTerminal(f.path)}: COULD NOT READ (${escapeTerminal(f.error.message)})\n`);
+    else out(io, f.result!, f.result!.verdicts.filter((v) => !v.allowed).length);
+  }
+  const s = tree.summary;
+  io.out(`scanned ${s.files} file${s.files === 1 ? '' : 's'}: ${s.safe} safe, ${s.unsafe} unsafe, ${s.noPickle} without pickles, ${s.notAPickle} not a pickle, ${s.unreadable} could not be read\n`);
+}
+
+/** --format sarif on one file: the same report as for a directory of one. */
+async function singleTree(file: string): Promise<TreeScan> {
+  try {
+    const result = await scanPath(file);
+    const unsafe = result.verdict === 'unsafe' ? 1 : 0;
+    return { root: '.', files: [{ path: file, result }], summary: { files: 1, safe: result.verdict === 'safe' ? 1 : 0, unsafe, noPickle: result.verdict === 'no-pickle' ? 1 : 0, notAPickle: result.verdict === 'not-a-pickle' ? 1 : 0, unreadable: 0 } };
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return { root: '.', files: [{ path: file, error: { code: e.code, message: e.message } }], summary: { files: 1, safe: 0, unsafe: 0, noPickle: 0, notAPickle: 0, unreadable: 1 } };
+  }
+}
 
 function out(io: { out: (text: string) => void }, r: ScanResult, bad: number): void {
   const what = `${r.pickles} pickle${r.pickles === 1 ? '' : 's'}, ${r.globals.length} global${r.globals.length === 1 ? '' : 's'}`;

@@ -75,9 +75,9 @@ describe('tensorport scan', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ safe: true, globals: [] });
   });
 
-  it('a missing file is a readable error, exit 1', async () => {
+  it('a missing file is a readable error, exit 3 (could not read, not a verdict)', async () => {
     const r = await tensorport('scan', join(REPO, 'no-such-file.pt'));
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(3);
     expect(r.stderr).toMatch(/no such file/);
   });
 });
