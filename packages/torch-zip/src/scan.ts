@@ -1,4 +1,5 @@
 import { BytesSource, identify, openZip, SliceSource, TensorportError, type ByteSource, type DeflateCodec, type Finding, type ZipArchive, type ZipEntry } from '@tensorport/core';
+import { startsWithNpyMagic } from '@tensorport/npz';
 import { runPickle, type RunResult } from './pickle/interpreter.ts';
 import type { PickleLimits } from './pickle/limits.ts';
 import { DEFAULT_MAX_PICKLE_BYTES, runPickleAt } from './pickle/stream.ts';
@@ -110,7 +111,6 @@ function optional(opts: ScanOptions): { limits?: Partial<PickleLimits>; path?: s
 }
 
 const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04];
-const NPY_MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59];
 const PROTO = 0x80;
 /** Formats `identify` names that hold no pickle (ZIPs and .npy are scanned member by member instead). */
 const NOT_PICKLES = new Set(['safetensors', 'safetensors-index', 'torch-index', 'mlx-quantized', 'gguf', 'hdf5', 'onnx', 'json', 'empty']);
@@ -159,7 +159,7 @@ async function scanSource(source: ByteSource, report: Report, opts: CheckpointSc
       await scanZip(source, report, opts);
       return 'torch-zip';
     }
-    if (startsWith(head, NPY_MAGIC)) {
+    if (startsWithNpyMagic(head)) {
       const name = opts.path ?? source.name;
       const at = npyPickleOffset(await npyHeader((n) => source.read(0, Math.min(n, source.size))), name);
       if (at !== null) scanStream(await readAll(source, opts), at, report, { ...opts, path: name });
@@ -242,7 +242,7 @@ async function scanPickleStream(source: ByteSource, report: Report, opts: Checkp
  */
 async function trailing(source: ByteSource, at: number, report: Report, opts: CheckpointScanOptions, depth: number, where: string, always = false): Promise<boolean> {
   const head = await source.read(at, Math.min(source.size - at, 512));
-  const kind = startsWith(head, ZIP_MAGIC) ? 'a ZIP archive' : startsWith(head, NPY_MAGIC) ? 'a .npy array' : isTarHeader(head) ? 'a tar archive' : null;
+  const kind = startsWith(head, ZIP_MAGIC) ? 'a ZIP archive' : startsWithNpyMagic(head) ? 'a .npy array' : isTarHeader(head) ? 'a tar archive' : null;
   if (kind === null && !always) return false;
   const name = opts.path ?? source.name;
   report.finding({
@@ -280,7 +280,7 @@ async function scanZip(source: ByteSource, report: Report, opts: CheckpointScanO
   for (const e of zip.entries) {
     if (e.name.endsWith('/')) continue;
     const first = await zip.readPrefix(e, 6);
-    const npy = startsWith(first, NPY_MAGIC);
+    const npy = startsWithNpyMagic(first);
     // torch reads its storages as raw numbers; numpy would still read one that is a .npy
     if (!npy && layout.isStorage(e)) continue;
     await scanMember(zip, e, first, npy, report, opts);
