@@ -92,6 +92,15 @@ describe('extraction mode on checkpoints that pickle foreign objects (fixtures/t
     ]);
   });
 
+  it('numpy 1.x names (numpy.core.multiarray, written by numpy 1.24 + torch 1.13) decode the same way', async () => {
+    const m = manifest('numpy1-arrays.pt');
+    const c = await openTorchCheckpoint(source('numpy1-arrays.pt'), { allowObjects: true });
+    expect(c.tensors.map((t) => t.name).sort()).toEqual(['arr', 't']);
+    await expectTensors(c, m.tensors);
+    expect(c.objects!.numpyScalars).toEqual([{ path: 'scalar', dtype: '<f4', value: 1.5 }]);
+    expect(c.objects!.globals.map((g) => g.name)).toEqual(expect.arrayContaining(['numpy.core.multiarray._reconstruct', 'numpy.core.multiarray.scalar', 'numpy.ndarray', 'numpy.dtype']));
+  });
+
   it('numpy object arrays stay refused, by name; the rest of the file still selects', async () => {
     await expect(openTorchCheckpoint(source('numpy-object-array.pt'), { allowObjects: true })).rejects.toMatchObject({ code: 'TorchUnsupportedTensor', message: expect.stringContaining('objs') });
     const c = await openTorchCheckpoint(source('numpy-object-array.pt'), { allowObjects: true, select: 'w' });
