@@ -21,6 +21,7 @@ export const WARNING_CODES = Object.freeze({
   NpyF1AsF8E5M2: "a '<f1' array was read as F8_E5M2 (ml_dtypes' float8_e5m2)",
   NpyV2AsBF16: "a '<V2' array was read as BF16 (how MLX and ml_dtypes store bfloat16)",
   NpyWroteV1: "a one-byte float was written as '<V1': NumPy has no descr for it",
+  NpyWroteV2: "BF16 was written as '<V2' (the ml_dtypes/JAX/MLX convention): plain NumPy reads it back as void",
   NpyTrailingBytes: 'bytes after the array data are ignored, as np.load does',
   NpzSkippedMember: 'an .npz member that is not an .npy array was skipped',
   // PyTorch
