@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve, sep } from 'node:path';
 import { TensorportError } from '../errors.ts';
 import { DEFAULT_INDEX_LIMITS, SHARD_INDEX_FILE, SINGLE_CHECKPOINT_FILE } from '../safetensors/index-file.ts';
 import { openSafetensors, type SafetensorsFile } from '../safetensors/reader.ts';
-import { openShardedCheckpoint, planShards, writeSharded, type ShardedCheckpoint, type ShardedOpenOptions, type WriteShardedResult } from '../safetensors/sharded.ts';
+import { openShardedCheckpoint, planShards, writeSharded, type ShardedCheckpoint, type ShardedOpenOptions, type WriteShardedOptions, type WriteShardedResult } from '../safetensors/sharded.ts';
 import { writeSafetensors, type MetadataInput, type WriteOptions } from '../safetensors/writer.ts';
 import type { TensorDescriptor } from '../tensor.ts';
 import { CommitGroup } from './commit-group.ts';
@@ -71,7 +71,7 @@ async function openIndexPath(path: string, opts: ShardedOpenOptions): Promise<Sh
   }, opts);
 }
 
-export interface WriteCheckpointOptions extends WriteOptions {
+export interface WriteCheckpointOptions extends WriteOptions, Pick<WriteShardedOptions, 'jobs'> {
   /** Replace existing output files. */
   force?: boolean;
   /** Directory outputs only: shard above this many tensor bytes (default 5·10^9, HF's "5GB"). */

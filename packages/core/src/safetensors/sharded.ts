@@ -196,6 +196,11 @@ export function planShards(tensors: readonly TensorLayout[], maxShardSize: numbe
 
 export interface WriteShardedOptions extends WriteOptions {
   maxShardSize?: number;
+  /**
+   * Shards written at the same time (default 1). Each shard's bytes depend only on the plan, so the
+   * output is byte-identical whatever the value; memory grows by a few chunks per extra job.
+   */
+  jobs?: number;
 }
 
 export interface WriteShardedResult {
@@ -235,22 +240,34 @@ export async function writeSharded(
     index = { metadata: { total_parameters: totalParameters, total_size: totalData }, weight_map: Object.fromEntries(weightMap) };
   }
   const total = headerBytes.reduce((n, h) => n + h, 0) + totalData + (indexText?.byteLength ?? 0);
-  let base = 0;
+  // Bytes done per shard: shards may be written concurrently, so progress is their sum.
+  const done = plans.map(() => 0);
+  let sum = 0;
   const files: Array<{ name: string; write(sink: ByteSink): Promise<unknown> }> = plans.map((plan, k) => ({
     name: plan.fileName,
     write: async (sink) => {
-      const { bytes } = await streamSafetensors(shardTensors[k]!, metadata, sink, {
+      await streamSafetensors(shardTensors[k]!, metadata, sink, {
         ...(opts.chunkSize === undefined ? {} : { chunkSize: opts.chunkSize }),
-        onProgress: (done) => opts.onProgress?.(base + done, total),
+        onProgress: (n) => {
+          sum += n - done[k]!;
+          done[k] = n;
+          opts.onProgress?.(sum, total);
+        },
       });
-      base += bytes;
     },
   }));
   if (indexText) {
     const text = indexText;
-    files.push({ name: SHARD_INDEX_FILE, write: (sink) => sink.write(text).then(() => opts.onProgress?.(total, total)) });
+    files.push({
+      name: SHARD_INDEX_FILE,
+      write: (sink) =>
+        sink.write(text).then(() => {
+          sum += text.byteLength;
+          opts.onProgress?.(sum, total);
+        }),
+    });
   }
-  await writeAllOrNothing(files, openSink);
+  await writeAllOrNothing(files, openSink, opts.jobs);
   return { files: files.map((f) => f.name), index, bytes: total };
 }
 
@@ -264,15 +281,37 @@ export async function writeSharded(
 export async function writeAllOrNothing(
   files: ReadonlyArray<{ readonly name: string; write(sink: ByteSink): Promise<unknown> }>,
   openSink: (fileName: string) => Promise<ByteSink>,
+  jobs = 1,
 ): Promise<void> {
+  if (!Number.isSafeInteger(jobs) || jobs < 1) throw new TensorportError('InvalidOption', `jobs must be a positive integer, got ${jobs}`);
   const sinks: ByteSink[] = [];
   let committed = 0;
   try {
-    for (const f of files) {
-      const sink = await openSink(f.name);
-      sinks.push(sink);
-      await f.write(sink);
-    }
+    // `jobs` workers take files in order; every opened sink is in `sinks`, so the rollback below sees them all.
+    const order = new Map<ByteSink, number>();
+    let next = 0;
+    let failed = false;
+    const worker = async (): Promise<void> => {
+      while (!failed && next < files.length) {
+        const f = files[next++]!;
+        const k = next - 1;
+        const sink = await openSink(f.name);
+        order.set(sink, k);
+        sinks.push(sink);
+        await f.write(sink);
+      }
+    };
+    const workers = Array.from({ length: Math.min(jobs, Math.max(1, files.length)) }, () =>
+      worker().catch((e: unknown) => {
+        failed = true;
+        throw e;
+      }),
+    );
+    const settled = await Promise.allSettled(workers);
+    const rejected = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (rejected) throw rejected.reason;
+    // Prepare and commit in file order (the index last), whatever order the writes finished in.
+    sinks.sort((a, b) => order.get(a)! - order.get(b)!);
     for (const sink of sinks) await sink.prepare?.();
     for (const sink of sinks) {
       await sink.commit();
