@@ -20,3 +20,4 @@ export type { GgufInspectSummary } from './pipeline/gguf-inspect.ts';
 export { validate, type ValidateReport } from './pipeline/validate.ts';
 export { diff, type DiffReport } from './pipeline/diff.ts';
 export { scan, type ScanResult } from './pipeline/scan.ts';
+export { AbortError, HandleTarget, isAbort, PARTIAL_SUFFIX, type DirectoryHandleLike, type FileHandleLike, type HandleTargetOptions, type WritableLike } from './handles.ts';

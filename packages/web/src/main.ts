@@ -6,6 +6,7 @@ import { clear, h } from './ui/dom.ts';
 import { formatMs } from './ui/format.ts';
 import { filesAndNotes, findings, metadata, pickle, quantization, summary, totals } from './ui/sections.ts';
 import { TensorTable } from './ui/table.ts';
+import { convertPanel, type ConvertPanel } from './ui/convert.ts';
 
 const body = document.body;
 const input = document.getElementById('file') as HTMLInputElement;
@@ -16,7 +17,8 @@ const status = document.getElementById('status') as HTMLElement;
 // Created at start-up, not on the first file: after load the page makes no request at all.
 const worker = new Worker(new URL('./worker.ts', import.meta.url), { type: 'module' });
 let nextId = 0;
-let pending: { id: number; started: number } | null = null;
+let pending: { id: number; started: number; files: File[] } | null = null;
+let panel: ConvertPanel | null = null;
 
 worker.onmessage = (ev: MessageEvent<Response>) => {
   const m = ev.data;
@@ -24,24 +26,27 @@ worker.onmessage = (ev: MessageEvent<Response>) => {
     body.dataset.ready = '1';
     return;
   }
-  if (!pending || m.id !== pending.id) return;
-  const started = pending.started;
+  if (panel?.handle(m)) return;
+  if (!pending || m.id !== pending.id || (m.type !== 'failed' && m.type !== 'report')) return;
+  const { started, files } = pending;
   pending = null;
   if (m.type === 'failed') showFailure(m.message);
-  else show(m.report, started);
+  else show(m.report, started, files);
 };
 worker.onerror = (ev) => showFailure(`the worker failed to start: ${ev.message || 'unknown error'}`);
 
 function inspect(files: File[], started: number): void {
   if (files.length === 0) return;
-  pending = { id: ++nextId, started };
+  pending = { id: ++nextId, started, files };
   body.dataset.state = 'busy';
   status.textContent = `Reading ${files.length === 1 ? files[0]!.name : `${files.length} files`}…`;
   worker.postMessage({ id: pending.id, files } satisfies Request);
 }
 
-function show(report: Report, started: number): void {
+function show(report: Report, started: number, files: File[]): void {
   clear(results);
+  // Any checkpoint the page can read can be converted; a refused one (unsafe pickle) is refused again, by the converter.
+  panel = report.format === 'unknown' ? null : convertPanel(report, files, worker, () => ++nextId);
   status.textContent = '';
   const elapsed = performance.now() - started;
   const table = report.tensors.length > 0 ? new TensorTable(report.tensors) : null;
@@ -51,6 +56,7 @@ function show(report: Report, started: number): void {
     ...[findings(report), pickle(report)].filter((x) => x !== null),
     side.length > 0 ? h('div', { class: 'columns' }, ...side) : '',
     quantization(report) ?? '',
+    panel?.element ?? '',
     table ? h('section', { class: 'card tensors', id: 'tensors-card', 'aria-labelledby': 'tensors-title' }, h('h2', { id: 'tensors-title' }, 'Tensors'), table.element) : '',
     filesAndNotes(report),
   );

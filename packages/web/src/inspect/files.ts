@@ -20,6 +20,17 @@ export function roleOf(name: string): Role {
 }
 
 /**
+ * The input of a drop: the index (its shards beside it), else the first checkpoint file by name;
+ * `several` when there are more data files and no index (only the first is read).
+ */
+export function checkpointEntry(files: readonly File[]): { entry: string | undefined; several: number } {
+  const roles = files.map((f) => roleOf(f.name));
+  const index = files.find((_, i) => roles[i] === 'index');
+  const data = files.filter((_, i) => roles[i] === 'data').map((f) => f.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return { entry: index?.name ?? data[0], several: index ? 0 : data.length };
+}
+
+/**
  * Which bytes of a file were read at least once, as merged [start, end) intervals. Readers look at
  * some bytes twice (detection, then the header; a scan, then the open), so the sum of read lengths
  * overstates what was touched; the union is what "read 12 KB of 100 GB" means.

@@ -2,7 +2,7 @@ import { detectFormat, extensionOf, FolderContext, identify, TensorportError, to
 import { findQuantizedLayers } from '@tensorport/mlx';
 import { fflateCodec } from '@tensorport/npz';
 import { defaultRegistry } from 'tensorport';
-import { dropFolder, MAX_CONFIG_BYTES, roleOf, SourcePool } from './files.ts';
+import { checkpointEntry, dropFolder, MAX_CONFIG_BYTES, roleOf, SourcePool } from './files.ts';
 import { reading, readPickle, readWith, type Reading } from './readers.ts';
 import type { QuantRow, Report } from './report.ts';
 import { toRow, totalsByDtype } from './rows.ts';
@@ -16,19 +16,17 @@ export type * from './report.ts';
 export async function inspectFiles(files: readonly File[]): Promise<Report> {
   const pool = new SourcePool(files);
   const roles = files.map((f) => roleOf(f.name));
-  const index = files.find((_, i) => roles[i] === 'index');
-  const data = files.filter((_, i) => roles[i] === 'data').sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const extra: Finding[] = [];
 
   // The input is the index (with its shards beside it) or one checkpoint file; the library's
   // registry decides what it is, exactly as for the CLI.
-  const entry = index?.name ?? data[0]?.name;
+  const { entry, several } = checkpointEntry(files);
   let r: Reading;
   if (entry === undefined) {
     r = reading('unknown');
     r.errors.push({ code: 'NothingToInspect', message: files.length === 0 ? 'no file given' : 'no checkpoint among the files given (only JSON or text files)' });
   } else {
-    if (!index && data.length > 1) extra.push({ code: 'SeveralCheckpoints', message: `${data.length} files and no index; showing ${entry}. Drop one checkpoint, or an index with its shards.` });
+    if (several > 1) extra.push({ code: 'SeveralCheckpoints', message: `${several} files and no index; showing ${entry}. Drop one checkpoint, or an index with its shards.` });
     const ctx = new FolderContext(dropFolder(pool), entry, { codec: fflateCodec });
     try {
       r = await readDrop(ctx);

@@ -32,11 +32,16 @@ export interface PageHarness {
   close(): Promise<void>;
 }
 
-/** Builds the page with vite into a temp dir (no prior build needed), serves it, starts Chromium. */
-export async function startHarness(): Promise<PageHarness> {
+/** Builds the page with vite into a temp dir (no prior build needed) and serves it. */
+export async function servePage(): Promise<{ server: StaticServer; outDir: string }> {
   const outDir = await mkdtemp(join(tmpdir(), 'tensorport-web-'));
   await build({ root: PACKAGE_DIR, configFile: join(PACKAGE_DIR, 'vite.config.ts'), logLevel: 'warn', build: { outDir, emptyOutDir: true } });
-  const server = await serveStatic(outDir, { port: 0, host: '127.0.0.1' });
+  return { server: await serveStatic(outDir, { port: 0, host: '127.0.0.1' }), outDir };
+}
+
+/** The page built and served, and Chromium started. */
+export async function startHarness(): Promise<PageHarness> {
+  const { server, outDir } = await servePage();
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
   return {
     browser,

@@ -1,0 +1,78 @@
+/**
+ * What the page asks the worker to convert, and the CLI command that writes the same bytes
+ * (the page shows it, the tests run it). Plain structured-clonable data.
+ */
+
+/** Output kinds of the panel: one safetensors file, a sharded directory, an .npz, a torch .pt. */
+export type OutputKind = 'safetensors' | 'safetensors-sharded' | 'npz' | 'torch';
+
+export interface ConvertChoice {
+  to: OutputKind;
+  dtype?: 'f16' | 'bf16' | 'f32';
+  /** Largest shard in tensor bytes (sharded output only). */
+  maxShardSize?: number;
+}
+
+/** Where the output goes: a handle the person picked, or the origin-private file system (then offered as downloads). */
+export type Destination =
+  | { where: 'handle'; handle: FileSystemFileHandle | FileSystemDirectoryHandle }
+  | { where: 'opfs'; name: string; directory: boolean };
+
+export interface ConvertRequest {
+  kind: 'convert';
+  id: number;
+  files: File[];
+  choice: ConvertChoice;
+  destination: Destination;
+}
+
+export interface CancelRequest {
+  kind: 'cancel';
+  id: number;
+}
+
+export interface Converted {
+  from: string;
+  to: string;
+  /** Written files: names inside the chosen directory, or the one file's name. */
+  files: Array<{ name: string; size: number }>;
+  tensors: number;
+  bytes: number;
+  cast: number;
+  warnings: Array<{ code: string; message: string }>;
+  /** `tensorport validate` of what was written, re-read from the destination. */
+  validation: { format: string | null; valid: boolean; errors: Array<{ code: string; message: string }>; files: string[] };
+  /** The OPFS directory holding the output when there was no picker (the page offers downloads from it). */
+  opfsDir: string | null;
+  ms: number;
+}
+
+export type ConvertResponse =
+  | { type: 'progress'; id: number; done: number; total: number }
+  | { type: 'converted'; id: number; result: Converted }
+  | { type: 'convert-failed'; id: number; code: string; message: string }
+  | { type: 'cancelled'; id: number };
+
+/** The OPFS directory the fallback writes into; emptied before each conversion. */
+export const OPFS_DIR = 'tensorport-output';
+
+const EXTENSIONS: Record<Exclude<OutputKind, 'safetensors-sharded'>, string> = { safetensors: '.safetensors', npz: '.npz', torch: '.pt' };
+
+/** The output file's suggested name: the input's stem with the output's extension. */
+export function suggestedName(input: string, to: OutputKind): string {
+  if (to === 'safetensors-sharded') return `${stem(input)}-sharded`;
+  return stem(input) + EXTENSIONS[to];
+}
+
+function stem(name: string): string {
+  const s = name.replace(/\.safetensors\.index\.json$|\.bin\.index\.json$|\.(safetensors|npz|npy|pt|pth|bin|ckpt|pkl|pickle)$/i, '');
+  return s === '' ? 'model' : s;
+}
+
+/** The `tensorport convert` command line for the same input and options (output named `out`). */
+export function cliCommand(input: string, out: string, c: ConvertChoice): string {
+  const parts = ['tensorport', 'convert', input, c.to === 'safetensors-sharded' ? `${out}/` : out];
+  if (c.dtype) parts.push('--dtype', c.dtype);
+  if (c.to === 'safetensors-sharded' && c.maxShardSize !== undefined) parts.push('--max-shard-size', String(c.maxShardSize));
+  return parts.map((p) => (/^[\w./@:-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
