@@ -42,7 +42,7 @@ const sparse = join(www, 'sparse.safetensors');
   ftruncateSync(fd, 8 + json.length + per * count);
   closeSync(fd);
 }
-// 2. a torch .bin written by torch.save (random values: nothing compresses), 3. an npz of 200 arrays
+// 2. a torch .bin written by torch.save (random values: nothing compresses), 3. an npz of 64 arrays of 4 MiB
 const bin = join(www, 'pytorch_model.bin');
 const npz = join(www, 'arrays.npz');
 const gib = Number(values['bin-gib']);
@@ -52,7 +52,7 @@ n = int(${gib} * 2**30 / 4 / 16)
 g = torch.Generator().manual_seed(0)
 torch.save({f"layers.{i}.weight": torch.rand(n, generator=g) for i in range(16)}, sys.argv[1])
 rng = np.random.default_rng(0)
-np.savez(sys.argv[2], **{f"a{i}": rng.random(4096, dtype=np.float32) for i in range(200)})
+np.savez(sys.argv[2], **{f"a{i}": rng.random(1 << 20, dtype=np.float32) for i in range(64)})
 print(torch.__version__, np.__version__)
 `, bin, npz], { stdio: ['ignore', 'inherit', 'inherit'] });
 for (const f of [sparse, bin, npz]) chmodSync(f, 0o644);
@@ -91,7 +91,7 @@ try {
     ['validate 100 GB sparse safetensors', ['validate', `${base}/sparse.safetensors`]],
     [`scan ${gib} GiB torch .bin`, ['scan', `${base}/pytorch_model.bin`]],
     [`inspect ${gib} GiB torch .bin`, ['inspect', `${base}/pytorch_model.bin`, '--json']],
-    ['inspect (list) npz, 200 arrays', ['inspect', `${base}/arrays.npz`, '--json']],
+    ['inspect (list) npz, 64 arrays of 4 MiB', ['inspect', `${base}/arrays.npz`, '--json']],
   ]) {
     const r = run(process.execPath, [CLI, ...args]);
     if (r.status !== 0 && !label.startsWith('scan')) throw new Error(`${label}: ${r.stderr}`);
@@ -108,12 +108,15 @@ try {
     ['tensorport convert <local file> (after curl)', () => run(process.execPath, [CLI, 'convert', join(dir, 'curl.bin'), `${out}-local.safetensors`, '--force'])],
   ];
   for (const [label, f] of rows) {
-    const res = Array.from({ length: runs }, f);
+    const res = Array.from({ length: runs }, () => {
+      const r = f();
+      if (r.status !== 0) throw new Error(`${label} failed (${r.status}):\n${r.stderr}`);
+      return r;
+    });
     const secs = median(res.map((r) => r.secs));
-    console.log(`| ${label} | ${secs.toFixed(2)} | ${(size / secs / 1e9).toFixed(2)} GB/s | ${Math.max(...res.map((r) => r.rssMiB)).toFixed(0)} |`);
+    const cost = res[0].requests === null ? '' : ` (${res[0].requests} requests, ${res[0].fetched} bytes fetched of ${res[0].size})`;
+    console.log(`| ${label}${cost} | ${secs.toFixed(2)} | ${(size / secs / 1e9).toFixed(2)} GB/s | ${Math.max(...res.map((r) => r.rssMiB)).toFixed(0)} |`);
   }
-  const conv = run(process.execPath, [CLI, 'convert', `${base}/pytorch_model.bin`, `${out}.safetensors`, '--force']);
-  console.log(`\nconvert <url>: ${conv.requests} requests, ${conv.fetched} bytes fetched of ${conv.size}`);
 } finally {
   nginx.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });

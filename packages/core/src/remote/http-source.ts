@@ -31,6 +31,8 @@ const MIB = 1024 * KIB;
 const LARGE_READ = 256 * KIB;
 /** Two missing page runs this close are fetched as one request: a gap costs less than a round trip. */
 const GAP_PAGES = 2;
+/** Small reads that walk forward page after page (a big pickle, npz member headers) fetch runs doubling up to this many pages. */
+const MAX_STREAK = 32;
 
 interface Segment {
   start: number;
@@ -52,6 +54,9 @@ export class HttpSource implements ByteSource {
   private whole: Uint8Array | null = null;
   private chain: Segment[] = [];
   private lastLargeEnd = -1;
+  /** The page after the last run fetched for small reads, and how many pages that run had. */
+  private seqPage = -1;
+  private streak = 1;
   private active = 0;
   private readonly waiting: (() => void)[] = [];
   private reResolved = false;
@@ -88,6 +93,8 @@ export class HttpSource implements ByteSource {
       source.whole = answer.body.subarray(0, size);
     } else {
       source.store(0, answer.body);
+      // the probe counts as the first run of a forward walk
+      source.seqPage = Math.floor(answer.body.byteLength / source.pageSize);
     }
     return source;
   }
@@ -192,7 +199,12 @@ export class HttpSource implements ByteSource {
       let j = i;
       while (j + 1 < missing.length && missing[j + 1]! - missing[j]! <= GAP_PAGES) j++;
       const a = missing[i]!;
-      const b = missing[j]!;
+      let b = missing[j]!;
+      // a parser walking forward: fetch ahead, doubling, within half the cache
+      this.streak = a === this.seqPage ? Math.min(this.streak * 2, MAX_STREAK, this.cachePages >> 1) : 1;
+      b = Math.min(Math.max(b, a + this.streak - 1), Math.ceil(this.size / ps) - 1);
+      this.seqPage = b + 1;
+      while (j + 1 < missing.length && missing[j + 1]! <= b) j++;
       const start = a * ps;
       const end = Math.min((b + 1) * ps, this.size);
       const run = this.fetch(start, end);
