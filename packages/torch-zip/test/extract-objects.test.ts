@@ -101,6 +101,14 @@ describe('extraction mode on checkpoints that pickle foreign objects (fixtures/t
     expect(c.objects!.globals.map((g) => g.name)).toEqual(expect.arrayContaining(['numpy.core.multiarray._reconstruct', 'numpy.core.multiarray.scalar', 'numpy.ndarray', 'numpy.dtype']));
   });
 
+  it('a tensor subclass (torch: as_subclass) is refused naming its class and path, not guessed', async () => {
+    await expect(openTorchCheckpoint(source('tensor-subclass.pt'), { allowObjects: true })).rejects.toMatchObject({
+      code: 'TorchUnsupportedTensor', tensor: 'sub', message: expect.stringContaining('tpmodels.MyT'),
+    });
+    const c = await openTorchCheckpoint(source('tensor-subclass.pt'), { allowObjects: true, select: 'w' });
+    await expectTensors(c, manifest('tensor-subclass.pt').tensors.map((t) => ({ ...t, name: 'tensor' })));
+  });
+
   it('numpy object arrays stay refused, by name; the rest of the file still selects', async () => {
     await expect(openTorchCheckpoint(source('numpy-object-array.pt'), { allowObjects: true })).rejects.toMatchObject({ code: 'TorchUnsupportedTensor', message: expect.stringContaining('objs') });
     const c = await openTorchCheckpoint(source('numpy-object-array.pt'), { allowObjects: true, select: 'w' });
