@@ -136,7 +136,7 @@ const tail = (r) =>
   `${r.stderr}${r.stdout}`
     .trim()
     .split('\n')
-    .filter((l) => !/^\s+at /.test(l))
+    .filter((l) => !/^\s+at /.test(l) && !/^\s*\^+\s*$/.test(l) && l.trim() !== '')
     .slice(-8)
     .join('\n');
 
