@@ -146,7 +146,9 @@ function isTransientStatus(status: number): boolean {
 async function readBody(res: Response, max: number, name: string): Promise<{ bytes: Uint8Array; complete: boolean }> {
   if (!res.body) return { bytes: new Uint8Array(0), complete: true };
   const reader = res.body.getReader();
-  const out = new Uint8Array(max);
+  // sized by Content-Length when it is sane, grown up to `max` otherwise (an API answer of unknown length)
+  const declared = Number(res.headers.get('content-length'));
+  let out = new Uint8Array(Number.isSafeInteger(declared) && declared >= 0 && declared <= max ? declared : Math.min(max, 1 << 20));
   let got = 0;
   try {
     for (;;) {
@@ -155,6 +157,11 @@ async function readBody(res: Response, max: number, name: string): Promise<{ byt
       if (got + value.byteLength > max) {
         await reader.cancel().catch(() => undefined);
         throw new TensorportError('RemoteProtocolError', `${name}: the server sent more than the ${max} bytes asked for`, { path: name });
+      }
+      if (got + value.byteLength > out.byteLength) {
+        const grown = new Uint8Array(Math.min(max, Math.max(out.byteLength * 2, got + value.byteLength)));
+        grown.set(out.subarray(0, got));
+        out = grown;
       }
       out.set(value, got);
       got += value.byteLength;
