@@ -27,7 +27,8 @@ for p in sys.argv[1:]:
         print(f"{k}:{v.dtype}:{list(v.shape)}")
 `;
 
-describe.skipIf(SKIP_BROWSER)('Convert panel in headless chromium: the CLI’s bytes, written through file handles', () => {
+// Python (torch) start-up and the CLI runs dominate; generous on a loaded 2-core machine.
+describe.skipIf(SKIP_BROWSER)('Convert panel in headless chromium: the CLI’s bytes, written through file handles', { timeout: 120_000 }, () => {
   let h: PageHarness;
   let context: BrowserContext;
   let page: Page;
@@ -181,6 +182,22 @@ describe.skipIf(SKIP_BROWSER)('Convert panel in headless chromium: the CLI’s b
     expect(globals).not.toBeNull();
     for (const g of globals!) expect(r.stderr).toContain(g);
     expect([...(await pickedFiles(page)).keys()]).toEqual([]);
+  });
+
+  test('an MLX quantized model, dequantized (the library’s mlxDequantize transform): the bytes of tensorport dequantize', async () => {
+    const dir = fixture('mlx/tiny-mixed');
+    await open(join(dir, 'model.safetensors.index.json'), join(dir, 'model.safetensors'), join(dir, 'config.json'));
+    expect(await page.isChecked('#convert-dequantize')).toBe(true);
+    expect(await convertInPage(page, { to: 'safetensors' })).toBe('done');
+    expect(await page.getAttribute('#convert-valid', 'data-valid')).toBe('true');
+    const out = (await pickedFiles(page)).get('model.safetensors')!;
+    const header = JSON.parse(out.subarray(8, 8 + Number(out.readBigUInt64LE(0))).toString('utf8'));
+    const names = Object.keys(header).filter((k) => k !== '__metadata__');
+    expect(names.filter((n) => n.endsWith('.scales') || n.endsWith('.biases'))).toEqual([]);
+    expect(names.every((n) => header[n].dtype !== 'U32')).toBe(true);
+    const r = await runCli(['dequantize', dir, join(work, 'deq.safetensors')]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(out.equals(await readFile(join(work, 'deq.safetensors')))).toBe(true);
   });
 
   test('no request left the page during any conversion, and nothing failed in the console', () => {

@@ -9,6 +9,8 @@ export type OutputKind = 'safetensors' | 'safetensors-sharded' | 'npz' | 'torch'
 export interface ConvertChoice {
   to: OutputKind;
   dtype?: 'f16' | 'bf16' | 'f32';
+  /** MLX quantized input: dequantize (the library's mlxDequantize transform, config.json from the drop). */
+  dequantize?: boolean;
   /** Largest shard in tensor bytes (sharded output only). */
   maxShardSize?: number;
 }
@@ -69,9 +71,9 @@ function stem(name: string): string {
   return s === '' ? 'model' : s;
 }
 
-/** The `tensorport convert` command line for the same input and options (output named `out`). */
+/** The command line for the same input and options (output named `out`); with dequantize, the CLI's own command for that step. */
 export function cliCommand(input: string, out: string, c: ConvertChoice): string {
-  const parts = ['tensorport', 'convert', input, c.to === 'safetensors-sharded' ? `${out}/` : out];
+  const parts = ['tensorport', c.dequantize ? 'dequantize' : 'convert', input, c.to === 'safetensors-sharded' ? `${out}/` : out];
   if (c.dtype) parts.push('--dtype', c.dtype);
   if (c.to === 'safetensors-sharded' && c.maxShardSize !== undefined) parts.push('--max-shard-size', String(c.maxShardSize));
   return parts.map((p) => (/^[\w./@:-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`)).join(' ');

@@ -1,6 +1,6 @@
 /// <reference lib="webworker" />
 import { fflateCodec } from '@tensorport/npz';
-import { convert, HandleTarget, isAbort, MemoryFolder, memoryContext, TensorportError, validate, type DirectoryHandleLike, type FileHandleLike } from 'tensorport';
+import { convert, HandleTarget, isAbort, mlxDequantize, MemoryFolder, memoryContext, TensorportError, validate, type DirectoryHandleLike, type FileHandleLike } from 'tensorport';
 import { checkpointEntry } from '../inspect/files.ts';
 import { OPFS_DIR, type ConvertRequest, type ConvertResponse, type Converted } from './protocol.ts';
 
@@ -47,6 +47,7 @@ export async function runConversion(req: ConvertRequest, post: (m: ConvertRespon
         target,
         to: directory ? 'safetensors' : choice.to,
         ...(choice.dtype ? { dtype: choice.dtype } : {}),
+        ...(choice.dequantize ? { transform: mlxDequantize() } : {}),
         ...(directory && choice.maxShardSize !== undefined ? { write: { safetensors: { maxShardSize: choice.maxShardSize } } } : {}),
         onProgress: (done, total) => {
           const now = performance.now();

@@ -38,11 +38,13 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
   const cli = h('code', { id: 'convert-cli' });
   const result = h('div', { id: 'convert-result' });
   const quantized = (report.quantization?.layers.length ?? 0) > 0;
+  const dequantize = h('input', { id: 'convert-dequantize', type: 'checkbox', checked: quantized });
 
   const choice = (): ConvertChoice => {
     const kind = to.value as OutputKind;
     const c: ConvertChoice = { to: kind };
     if (dtype.value) c.dtype = dtype.value as ConvertChoice['dtype'] & string;
+    if (quantized && dequantize.checked) c.dequantize = true;
     if (kind === 'safetensors-sharded') c.maxShardSize = Math.round(Number(shard.value) * 1e6);
     return c;
   };
@@ -53,6 +55,7 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
   to.addEventListener('change', refresh);
   dtype.addEventListener('change', refresh);
   shard.addEventListener('input', refresh);
+  dequantize.addEventListener('change', refresh);
   refresh();
 
   let running: { id: number; started: number; samples: Array<[number, number]> } | null = null;
@@ -139,7 +142,7 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
       h('h2', { id: 'convert-title' }, 'Convert'),
       h('div', { class: 'convert-form' }, h('label', { class: 'field' }, 'Output ', to), h('label', { class: 'field' }, 'Cast ', dtype), shardRow),
       quantized
-        ? h('p', { class: 'muted', id: 'convert-mlx' }, 'MLX quantized: the page converts the packed weights, scales and biases as they are. Dequantizing is not offered here yet (the library has no dequantize step for convert); tensorport dequantize does it.')
+        ? h('p', { id: 'convert-mlx' }, h('label', { class: 'field' }, dequantize, ' Dequantize the MLX layers (to the scales’ dtype, then the cast; bits and group size from config.json when dropped with the model). Unticked: packed weights, scales and biases are written as they are.'))
         : '',
       h('div', { class: 'convert-actions' }, start, cancel, bar),
       line,
