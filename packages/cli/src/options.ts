@@ -1,7 +1,7 @@
 /** Option parsers shared by the commands: every flag means the same thing wherever it appears. */
 import { InvalidArgumentError } from 'commander';
 import { dtypeFromName, TensorportError, type CastTarget, type DType } from '@tensorport/core';
-import type { ReadOptions } from 'tensorport';
+import { GGUF_WRITE_TYPES, type ReadOptions } from 'tensorport';
 import { isBitsUnit, parseSize } from './size.ts';
 
 const DTYPE_CHOICES = ['f16', 'bf16', 'f32'];
@@ -10,6 +10,13 @@ export function parseDtype(value: string): CastTarget {
   const v = value.toLowerCase();
   if (!DTYPE_CHOICES.includes(v)) throw new InvalidArgumentError(`expected one of ${DTYPE_CHOICES.join(', ')}`);
   return v.toUpperCase() as CastTarget;
+}
+
+/** `--gguf-type`: a ggml type the GGUF writer quantizes to (the gguf package's list). */
+export function parseGgufType(value: string): string {
+  const v = value.toUpperCase();
+  if (!GGUF_WRITE_TYPES.includes(v)) throw new InvalidArgumentError(`expected one of ${GGUF_WRITE_TYPES.join(', ')}`);
+  return v;
 }
 
 export function parseSizeOption(value: string): number {

@@ -13,7 +13,7 @@ import { ProgressBar, type ProgressStream } from './progress.ts';
 import { describeError, describeFinding, escapeTerminal } from './report.ts';
 import { registerScan } from './scan.ts';
 import { startServer, untilInterrupted } from './serve.ts';
-import { parseDtype, parsePort, parseSizeOption, readOptions, type ReadFlags } from './options.ts';
+import { parseDtype, parseGgufType, parsePort, parseSizeOption, readOptions, type ReadFlags } from './options.ts';
 import { formatBytes } from './size.ts';
 import { validate } from './validate.ts';
 import { VERSION } from './version.ts';
@@ -146,6 +146,8 @@ Examples:
     .option('--keep-aliases', 'torch input: write tied weights under every name (default: once, others in metadata)')
     .option('--allow-objects', 'torch: read checkpoints that also pickle other objects (modules, numpy, Lightning, Namespace): each foreign class becomes an inert record, nothing runs; off by default (docs/security.md)')
     .option('--verify', 're-read the output and diff its values bit for bit against the input (off by default: about doubles the time)')
+    .addOption(new Option('--gguf-type <type>', '.gguf output: ggml type of the matrices (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, MXFP4; default: the input\'s float dtype)').argParser(parseGgufType))
+    .option('--keep-blocks', 'GGUF input: write quantized tensors as their raw ggml block bytes (U8, type in __metadata__) instead of dequantizing them to F32 (or --dtype)')
     .addHelpText(
       'after',
       `
@@ -153,6 +155,9 @@ Output rules:
   out.safetensors          one file at that path, whatever the size
   out/ or an existing dir  out/model.safetensors, or when the tensors exceed --max-shard-size:
                            out/model-00001-of-0000N.safetensors ... + out/model.safetensors.index.json
+  out.gguf                 GGUF; a llama config.json beside the input gives llama.cpp names and keys
+GGUF input: block types are dequantized to F32 (or --dtype), llama names mapped back to Hugging
+Face's, and a directory output also gets config.json.
 Existing outputs are refused without --force; the input is never overwritten, even with --force.
 Everything written is re-read and validated; on any failure nothing is left at the output.
 
@@ -166,7 +171,7 @@ Examples:
       async (
         input: string,
         output: string,
-        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean; compress?: boolean; verify?: boolean; fsync: boolean } & ReadFlags,
+        opts: { dtype?: TargetDtype; maxShardSize: number; force?: boolean; json?: boolean; compress?: boolean; verify?: boolean; fsync: boolean; ggufType?: string; keepBlocks?: boolean } & ReadFlags,
         command: Command,
       ) => {
         const bar = opts.json ? null : { current: null as ProgressBar | null };
@@ -181,6 +186,7 @@ Examples:
           ...(opts.compress ? { compress: true } : {}),
           read: readOptions(opts),
           verify: opts.verify === true,
+          ...(opts.ggufType || opts.keepBlocks ? { gguf: { ...(opts.ggufType ? { type: opts.ggufType } : {}), ...(opts.keepBlocks ? { keepBlocks: true } : {}) } } : {}),
           onProgress: (done, total) => {
             if (!bar) return;
             bar.current ??= new ProgressBar(io.stderr, total, 'converting');

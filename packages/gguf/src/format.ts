@@ -17,6 +17,8 @@ export interface GgufFormatWriteOptions {
   /** Quantize every float tensor of 2+ dimensions whose rows are whole blocks to this type (F16, Q8_0…). */
   type?: string;
   alignment?: number;
+  /** Typed keys written first (llamaMetadata's UINT32/FLOAT32 keys); string metadata keys they name are left out. */
+  kv?: ReadonlyArray<readonly [string, GgufValue]>;
 }
 
 function startsWithMagic(head: Uint8Array): boolean {
@@ -60,8 +62,9 @@ export const ggufFormat: Format<GgufOpenOptions, GgufFormatWriteOptions> = {
       const q = type === undefined ? undefined : ggmlTypeByName(type);
       return q && floating && t.shape.length >= 2 && last % q.blockSize === 0 ? quantizeDescriptor(t, q) : t;
     });
-    const kv: Array<[string, GgufValue]> = [];
-    for (const [k, v] of metadata ?? []) kv.push([k, gguf.str(v)]);
+    const kv: Array<[string, GgufValue]> = (options.kv ?? []).map(([k, v]) => [k, v]);
+    const typed = new Set(kv.map(([k]) => k));
+    for (const [k, v] of metadata ?? []) if (!typed.has(k)) kv.push([k, gguf.str(v)]);
     await target.prepare([target.name]);
     const r = await writeGguf(out, kv, await target.create(target.name), options.alignment === undefined ? {} : { alignment: options.alignment });
     return { files: [target.name], bytes: r.bytes };

@@ -15,8 +15,9 @@ export { castTarget, checkWritten, convert, verifyContent, writerFor, type Conve
 export { mlxDequantize, mlxQuantize, mlxRepack } from './transforms.ts';
 export { writeMlxModelLayout } from './layouts.ts';
 export { inspect, type DtypeTotal, type InspectOptions, type InspectReport, type InspectTensor } from './pipeline/inspect.ts';
-export { ggufFormat } from '@tensorport/gguf';
-export type { GgufInspectSummary } from './pipeline/gguf-inspect.ts';
+export { ggufFormat, QUANTIZABLE_TYPES as GGUF_WRITE_TYPES } from '@tensorport/gguf';
+export { fromGguf, toGguf, type FromGgufOptions, type ToGgufOptions } from './gguf.ts';
+export { ggufView, type GgufInspectSummary, type GgufView } from './pipeline/gguf-inspect.ts';
 export { validate, type ValidateReport } from './pipeline/validate.ts';
 export { diff, type DiffReport } from './pipeline/diff.ts';
 export { scan, type ScanResult } from './pipeline/scan.ts';

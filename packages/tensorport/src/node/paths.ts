@@ -32,6 +32,8 @@ export interface ConvertPathOptions extends PipelineOptions {
   transform?: Transform;
   /** Re-read the written output and diff it bit for bit against the input (default false: about doubles the time). */
   verify?: boolean;
+  /** GGUF output: the ggml type of the matrices; GGUF input: keep raw blocks. */
+  gguf?: { type?: string; keepBlocks?: boolean };
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -50,7 +52,7 @@ export interface ConvertPathResult {
   warnings: Finding[];
 }
 
-const OUTPUT_FORMATS: Readonly<Record<string, string>> = { '.npz': 'npz', '.npy': 'npy', '.pt': 'torch', '.pth': 'torch', '.bin': 'torch', '.ckpt': 'torch' };
+const OUTPUT_FORMATS: Readonly<Record<string, string>> = { '.gguf': 'gguf', '.npz': 'npz', '.npy': 'npy', '.pt': 'torch', '.pth': 'torch', '.bin': 'torch', '.ckpt': 'torch' };
 
 /** The output format an extension names; anything else (a directory, .safetensors, no extension) is safetensors. */
 export function formatForOutput(output: string, directory: boolean): string {
@@ -86,6 +88,7 @@ export async function convertPath(options: ConvertPathOptions): Promise<ConvertP
       ...(options.registry ? { registry: options.registry } : {}),
       ...(options.read ? { read: options.read } : {}),
       ...(options.verify ? { verify: true } : {}),
+      ...(options.gguf ? { gguf: options.gguf } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     return { input: options.input, output: resolve(options.output), ...r };

@@ -5,6 +5,7 @@ import {
 import type { NpzFormatWriteOptions } from '@tensorport/npz';
 import type { SafetensorsWriteOptions } from '@tensorport/core';
 import { defaultRegistry, type AnyFormat } from '../registry.ts';
+import { fromGguf, toGguf } from '../gguf.ts';
 import { openInput, type PipelineOptions } from './open.ts';
 
 /** Writer options by format name, each format's own. */
@@ -19,6 +20,10 @@ export interface Transformed {
   tensors: readonly TensorDescriptor[];
   metadata: ReadonlyMap<string, string> | null;
   warnings?: Finding[];
+  /** Options for the writer, over the caller's (GGUF's typed llama keys). */
+  write?: object;
+  /** Small files written beside the tensors in a directory output (config.json); a file output names them in a warning. */
+  files?: ReadonlyArray<{ name: string; bytes: Uint8Array }>;
 }
 
 /**
@@ -39,6 +44,8 @@ export interface ConvertOptions extends PipelineOptions {
   write?: WriteOptionsByFormat;
   /** Re-read the written output and diff it bit for bit against the input (costs about +120% of the conversion time). */
   verify?: boolean;
+  /** GGUF input or output without a `transform`: how blocks are read back or which ggml type is written. */
+  gguf?: { type?: string; keepBlocks?: boolean };
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -79,15 +86,18 @@ export function writerFor(to: string, options: PipelineOptions = {}): AnyFormat 
  * what was written is rolled back.
  */
 export async function convert(options: ConvertOptions): Promise<ConvertReport> {
-  const dtype = castTarget(options.dtype);
   const writer = writerFor(options.to ?? 'safetensors', options);
+  const requested = castTarget(options.dtype);
+  // A GGUF output's types are the transform's (norms stay F32), not a cast's.
+  const dtype = writer.name === 'gguf' ? undefined : requested;
   const { input: ctx, target } = options;
   const { checkpoint, warnings } = await openInput(ctx, options);
   let written: string[] = [];
   try {
     target.protect(inputFiles(ctx, checkpoint));
-    const loaded: Transformed = options.transform ? await options.transform(checkpoint, ctx) : checkpoint;
-    warnings.push(...(options.transform ? (loaded.warnings ?? []) : []));
+    const transform = options.transform ?? ggufBridge(checkpoint, writer.name, { ...options.gguf, ...(requested ? { dtype: requested } : {}) });
+    const loaded: Transformed = transform ? await transform(checkpoint, ctx) : checkpoint;
+    warnings.push(...(transform ? (loaded.warnings ?? []) : []));
     const tensors = dtype === undefined ? [...loaded.tensors] : castTensors(loaded.tensors, dtype);
     const cast = dtype === undefined ? 0 : loaded.tensors.filter((t) => t.dtype !== dtype && isCastable(t.dtype)).length;
     if (dtype !== undefined) warnings.push(...keptDtypes(loaded.tensors, dtype));
@@ -95,10 +105,12 @@ export async function convert(options: ConvertOptions): Promise<ConvertReport> {
       // transformers refuses (or crashes on) safetensors without `format` (issue 11 item 13)
       ...(writer.name === 'safetensors' ? { defaultMetadata: DEFAULT_SAFETENSORS_METADATA } : {}),
       ...((options.write?.[writer.name] as object | undefined) ?? {}),
+      ...(transform ? (loaded.write ?? {}) : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
     written = result.files;
     warnings.push(...(result.warnings ?? []));
+    if (transform && loaded.files?.length) written.push(...(await writeSideFiles(target, loaded.files, warnings)));
     const verified = options.verify === true;
     await checkWritten(writer, target, written, tensors, verified);
     return { from: checkpoint.format, to: writer.name, files: written.map((f) => target.locate(f)), tensors: tensors.length, bytes: result.bytes, cast, verified, warnings };
@@ -109,6 +121,36 @@ export async function convert(options: ConvertOptions): Promise<ConvertReport> {
   } finally {
     await checkpoint.close();
   }
+}
+
+/** Without a transform, GGUF on one side only: the package's mapping (fromGguf/toGguf), else nothing. */
+function ggufBridge(checkpoint: Checkpoint, to: string, options: { type?: string; keepBlocks?: boolean; dtype?: CastTarget }): Transform | undefined {
+  const from = checkpoint.format === 'gguf';
+  if (from === (to === 'gguf')) return undefined;
+  if (from) return fromGguf({ ...(options.dtype ? { dtype: options.dtype } : {}), ...(options.keepBlocks ? { keepBlocks: true } : {}) });
+  const type = options.type ?? options.dtype;
+  return toGguf(type === undefined ? {} : { type });
+}
+
+/** A transform's side files (config.json) into a directory output, through the target's policy; a file output gets a warning instead. */
+async function writeSideFiles(target: OutputTarget, files: ReadonlyArray<{ name: string; bytes: Uint8Array }>, warnings: Finding[]): Promise<string[]> {
+  const names = files.map((f) => f.name);
+  if (!target.directory) {
+    warnings.push({ code: 'SideFilesSkipped', message: `${names.join(', ')} not written: the output is one file; give a directory (ending with '/') to get them`, path: target.name });
+    return [];
+  }
+  await target.prepare(names);
+  for (const f of files) {
+    const sink = await target.create(f.name);
+    try {
+      await sink.write(f.bytes);
+      await sink.commit();
+    } catch (e) {
+      await sink.abort().catch(() => undefined);
+      throw e;
+    }
+  }
+  return names;
 }
 
 /** What a safetensors output's `__metadata__` gets when the input has no `format` entry (convert.py and transformers write `pt`). */

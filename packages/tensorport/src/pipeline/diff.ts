@@ -1,5 +1,11 @@
-import { diffCheckpoints, type Context, type DiffOptions, type DiffResult, type Finding } from '@tensorport/core';
+import { diffCheckpoints, type Checkpoint, type Context, type DiffOptions, type DiffResult, type Finding } from '@tensorport/core';
+import { fromGguf } from '../gguf.ts';
+import type { Transformed } from './convert.ts';
 import { openInput, type PipelineOptions } from './open.ts';
+
+async function asConverted(c: Checkpoint, other: Checkpoint, ctx: Context): Promise<Transformed> {
+  return c.format === 'gguf' && other.format !== 'gguf' ? fromGguf()(c, ctx) : c;
+}
 
 export interface DiffReport extends DiffResult {
   a: string;
@@ -16,7 +22,9 @@ export async function diff(a: Context, b: Context, options: DiffOptions & Pipeli
   try {
     const db = await openInput(b, pipeline);
     try {
-      const r = await diffCheckpoints(da.checkpoint, db.checkpoint, diffOptions);
+      // GGUF against another format: compared as convert writes it (blocks dequantized, llama names mapped back).
+      const [va, vb] = await Promise.all([asConverted(da.checkpoint, db.checkpoint, a), asConverted(db.checkpoint, da.checkpoint, b)]);
+      const r = await diffCheckpoints(va, vb, diffOptions);
       return { a: a.name, b: b.name, formats: [da.checkpoint.format, db.checkpoint.format], warnings: [...da.warnings, ...db.warnings], ...r };
     } finally {
       await db.checkpoint.close();

@@ -1,5 +1,5 @@
 /** What `inspect` adds for a GGUF file: the model summary, ggml types, and metadata with the vocabulary cut short. */
-import type { Checkpoint } from '@tensorport/core';
+import { TensorportError, type Checkpoint, type DType, type Finding, type TensorDescriptor } from '@tensorport/core';
 import { summarizeGguf, valueToString, type GgufFile, type GgufSummary } from '@tensorport/gguf';
 
 /** Metadata arrays (tokens, merges, scores) longer than this are cut in `inspect` unless `fullMetadata` is asked for. */
@@ -28,4 +28,34 @@ export function ggufMetadata(file: GgufFile, full: boolean): Record<string, stri
   const out: Record<string, string> = {};
   for (const [k, v] of file.kv) out[k] = valueToString(v, full ? Infinity : INSPECT_ARRAY_ELEMENTS);
   return out;
+}
+
+export interface GgufView {
+  /** Metadata as inspect shows it (arrays cut unless `full`). */
+  metadata: Map<string, string>;
+  /** The tensors with their ggml type as dtype and their element shape; byte ranges as stored. */
+  tensors: TensorDescriptor[];
+  warnings: Finding[];
+  summary: GgufInspectSummary;
+  /** One line: architecture, context, tokenizer size, bits per weight. */
+  note: string;
+}
+
+/** A GGUF checkpoint as the inspectors list it (the web page's worker): ggml types, element shapes, the vocabulary only counted. */
+export function ggufView(checkpoint: Checkpoint, full = false): GgufView {
+  const file = asGguf(checkpoint);
+  if (!file) throw new TensorportError('UnsupportedFormat', `${checkpoint.format} is not GGUF`);
+  const summary = ggufSummary(file);
+  const tensors = file.tensors.map((t): TensorDescriptor => ({
+    name: t.name,
+    dtype: t.ggmlType.name as DType,
+    shape: t.logicalShape,
+    byteLength: t.byteLength,
+    range: t.range,
+    chunks: (size?: number) => t.chunks(size),
+  }));
+  const tok = summary.tokenizer ? `, tokenizer ${summary.tokenizer.model ?? '?'} with ${summary.tokenizer.tokens} tokens and ${summary.tokenizer.merges} merges` : '';
+  const ctx = summary.contextLength === null ? '' : `, context length ${summary.contextLength}`;
+  const note = `GGUF v${summary.version}: architecture ${summary.architecture ?? 'none'}${ctx}${tok}; ${summary.parameters} parameters at ${summary.bitsPerWeight.toFixed(2)} bits per weight. Only the header was read.`;
+  return { metadata: new Map(Object.entries(ggufMetadata(file, full))), tensors, warnings: [...file.warnings], summary, note };
 }

@@ -1,0 +1,143 @@
+/**
+ * GGUF on either side of `convert`, as pipeline transforms built from @tensorport/gguf's functions:
+ * GGUF → safetensors (block types dequantized, llama names mapped back, config.json) and
+ * safetensors → GGUF (quantized to a ggml type, llama names and metadata from config.json).
+ */
+import { castDescriptor, TensorportError, type CastTarget, type Checkpoint, type Context, type TensorDescriptor } from '@tensorport/core';
+import {
+  canQuantize, ggmlTypeByName, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
+  type GgufFile, type GgufValue, type LlamaConfig, type LlamaToGgufOptions,
+} from '@tensorport/gguf';
+import { readConfig } from '@tensorport/mlx';
+import type { Transform, Transformed } from './pipeline/convert.ts';
+import { asGguf } from './pipeline/gguf-inspect.ts';
+
+export interface FromGgufOptions {
+  /** Every float tensor to this dtype; default: F32/F16/BF16 tensors as stored, block types dequantized to F32. */
+  dtype?: CastTarget;
+  /** Raw ggml block bytes (U8) instead of dequantizing, the type in `__metadata__` as `gguf.type.<name>`. */
+  keepBlocks?: boolean;
+}
+
+export interface ToGgufOptions {
+  /** ggml type of the matrices (any type quantizeBlocks writes); default: the input's float dtype, so nothing is rounded. */
+  type?: string;
+}
+
+/** The side file transformers needs beside a GGUF llama converted back. */
+const CONFIG_FILE = 'config.json';
+const TOKENIZER_FILE = 'tokenizer.json';
+const TOKENIZER_CONFIG_FILE = 'tokenizer_config.json';
+/** tokenizer.json of a 256k vocabulary is ~35 MB. */
+const MAX_TOKENIZER_BYTES = 256 * 2 ** 20;
+
+const isBlock = (typeName: string): boolean => !ggmlTypeByName(typeName)?.dtype;
+const TEXT = new TextEncoder();
+
+function isLlamaGguf(file: GgufFile): boolean {
+  const arch = file.kv.get('general.architecture');
+  return arch?.type === 'STRING' && arch.value === 'llama' && file.tensors.some((t) => t.name === 'token_embd.weight');
+}
+
+/** GGUF → plain tensors. Any other input passes through unchanged. */
+export function fromGguf(options: FromGgufOptions = {}): Transform {
+  return (checkpoint) => {
+    const file = asGguf(checkpoint);
+    if (!file) return checkpoint;
+    return isLlamaGguf(file) ? llamaBack(file, options) : plainBack(file, options);
+  };
+}
+
+function plainBack(file: GgufFile, options: FromGgufOptions): Transformed {
+  const metadata = new Map<string, string>([['format', 'pt']]);
+  for (const [k, v] of file.kv) metadata.set(k, valueToString(v));
+  const tensors = file.tensors.map((t): TensorDescriptor => {
+    if (!isBlock(t.ggmlType.name)) return t;
+    if (!options.keepBlocks) return file.dequantized(t, options.dtype ?? 'F32');
+    metadata.set(`gguf.type.${t.name}`, t.ggmlType.name);
+    metadata.set(`gguf.shape.${t.name}`, JSON.stringify(t.logicalShape));
+    return t;
+  });
+  return { tensors, metadata };
+}
+
+function llamaBack(file: GgufFile, options: FromGgufOptions): Transformed {
+  let tensors: TensorDescriptor[];
+  let result: ReturnType<typeof llamaFromGguf>;
+  if (options.keepBlocks || options.dtype) {
+    result = llamaFromGguf(file, { dtype: options.keepBlocks ? 'keep' : options.dtype! });
+    tensors = result.tensors;
+  } else {
+    // Stored floats as they are, blocks to F32: the same tensors from both mappings, chosen per tensor.
+    const kept = llamaFromGguf(file, { dtype: 'keep' });
+    result = llamaFromGguf(file, { dtype: 'F32' });
+    const f32 = result.tensors;
+    tensors = kept.tensors.map((t, i) => (isBlock(kept.metadata.get(`gguf.type.${t.name}`) ?? 'U8') ? f32[i]! : t));
+  }
+  const config = JSON.stringify(result.config, null, 2) + '\n';
+  return { tensors, metadata: result.metadata, files: [{ name: CONFIG_FILE, bytes: TEXT.encode(config) }] };
+}
+
+async function readJson(ctx: Context, name: string): Promise<unknown> {
+  if (ctx.entry !== null || !(await ctx.has(name))) return undefined;
+  const bytes = await ctx.bytes(name, MAX_TOKENIZER_BYTES, 'MlxInvalidConfig');
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (e) {
+    throw new TensorportError('MlxInvalidConfig', `${ctx.path(name)} is not valid JSON: ${(e as Error).message}`, { path: ctx.path(name), cause: e });
+  }
+}
+
+function isLlamaConfig(config: Record<string, unknown> | undefined): config is LlamaConfig {
+  if (!config) return false;
+  const archs = Array.isArray(config.architectures) ? config.architectures : [];
+  return config.model_type === 'llama' || archs.includes('LlamaForCausalLM');
+}
+
+/** The float dtype most tensor bytes are in: the lossless default output type. */
+function storedFloatType(tensors: readonly TensorDescriptor[]): string {
+  const bytes = new Map<string, number>();
+  for (const t of tensors) if (t.dtype === 'F32' || t.dtype === 'F16' || t.dtype === 'BF16') bytes.set(t.dtype, (bytes.get(t.dtype) ?? 0) + t.byteLength);
+  return [...bytes].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'F32';
+}
+
+/** A float tensor of 2+ dimensions whose rows are whole blocks, in `type` (the rule of ggufFormat.write); anything else as it is. */
+function toType(t: TensorDescriptor, typeName: string): TensorDescriptor {
+  const q = ggmlTypeByName(typeName)!;
+  const floating = t.dtype === 'F32' || t.dtype === 'F16' || t.dtype === 'BF16' || t.dtype === 'F64';
+  if (!floating || t.shape.length < 2 || t.shape[t.shape.length - 1]! % q.blockSize !== 0) return t;
+  return q.dtype ? castDescriptor(t, q.dtype as CastTarget, { strict: true }) : quantizeDescriptor(t, q);
+}
+
+/** What toGguf hands the GGUF writer besides tensors: typed keys and the type of the rest. */
+export interface GgufWrite {
+  kv?: Array<[string, GgufValue]>;
+}
+
+/**
+ * Plain tensors → GGUF. A directory (or file) with a llama config.json beside it gets llama.cpp's
+ * names, q/k permutation and `llama.*` keys (tokenizer keys from tokenizer.json when present);
+ * anything else keeps its names, its metadata as STRING keys, and float matrices whose rows are
+ * whole blocks are quantized to `type`.
+ */
+export function toGguf(options: ToGgufOptions = {}): Transform {
+  if (options.type !== undefined && !canQuantize(options.type)) {
+    throw new TensorportError('InvalidOption', `cannot write GGUF type ${JSON.stringify(options.type)}: the types are F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0 and MXFP4`);
+  }
+  return async (checkpoint: Checkpoint, ctx: Context): Promise<Transformed> => {
+    if (asGguf(checkpoint)) return checkpoint;
+    const type = options.type ?? storedFloatType(checkpoint.tensors);
+    const config = await readConfig(ctx);
+    if (!isLlamaConfig(config)) return { tensors: options.type === undefined ? checkpoint.tensors : checkpoint.tensors.map((t) => toType(t, options.type!)), metadata: checkpoint.metadata };
+    const tokenizer = await readJson(ctx, TOKENIZER_FILE);
+    const tokenizerConfig = (await readJson(ctx, TOKENIZER_CONFIG_FILE)) as Record<string, unknown> | undefined;
+    const r = llamaToGguf(checkpoint.tensors, config, {
+      outtype: type as NonNullable<LlamaToGgufOptions['outtype']>,
+      ...(tokenizer === undefined ? {} : { tokenizer, ...(tokenizerConfig ? { tokenizerConfig } : {}) }),
+    });
+    const warnings = r.fallbacks.length
+      ? [{ code: 'GgufTypeFallback', message: `${r.fallbacks.length} tensor(s) written as F16: their rows are not whole ${type} blocks (${r.fallbacks.slice(0, 3).join(', ')})` }]
+      : [];
+    return { tensors: r.tensors, metadata: null, warnings, write: { kv: r.metadata } satisfies GgufWrite };
+  };
+}
