@@ -1,6 +1,6 @@
 import { SafetensorsFile, TensorportError, toFinding, validateSafetensors, type Context, type Finding, type ShardedCheckpoint, type TensorDescriptor } from '@tensorport/core';
 import { allowedGlobals, scanCheckpoint, scanContext, type ScanReport } from '@tensorport/torch-zip';
-import type { AnyFormat } from 'tensorport';
+import { ggufView, type AnyFormat } from 'tensorport';
 import type { PickleSection } from './report.ts';
 
 /**
@@ -84,6 +84,17 @@ export async function readWith(format: AnyFormat, ctx: Context): Promise<Reading
       const scan = await scanContext(ctx);
       if (scan.pickles > 0 || !scan.safe) r.pickle = pickleSection(scan);
       return opened(r, format, ctx, 'Array data is not read, so member CRC-32s are not checked here (tensorport validate checks them).');
+    }
+    case 'gguf': {
+      // The vocabulary is counted, not listed: ggufView cuts metadata arrays as `inspect` does.
+      const r = reading('gguf');
+      return guarded(r, async () => {
+        const view = ggufView(await format.open(ctx));
+        r.warnings.push(...view.warnings);
+        r.metadata = view.metadata;
+        r.tensors = view.tensors;
+        r.notes.push(view.note);
+      });
     }
     default:
       return opened(reading(format.name), format, ctx);
