@@ -6,7 +6,9 @@ import { nodeZlibCodec } from '@tensorport/core/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTorchCheckpoint, scanCheckpoint } from '../src/index.ts';
 import { digest } from './helpers/digest.ts';
+import { binunicode, global, pk, PROTO2, STOP } from './helpers/pickle-bytes.ts';
 import { PICKLESCAN, readBytes } from './helpers/paths.ts';
+import { torchZip } from './helpers/torch-zip-bytes.ts';
 
 const DIR = fileURLToPath(new URL('../../../fixtures/torch-objects/', import.meta.url));
 interface Manifest { marker: string; port: number; unsafeGlobals: string[]; tensors: Array<{ name: string; sha256: string }> }
@@ -37,6 +39,21 @@ describe('extraction mode on hostile pickles: tensors out, nothing run', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(existsSync(m.marker)).toBe(false);
     expect(connections).toBe(0);
+  });
+
+  it('a DAG of shared modules (2 children, both one module, 40 levels: 2^40 state_dict names) ends at the visit limit, quickly', async () => {
+    // level 0: NEWOBJ of a module class + BUILD {'_parameters': {}, '_modules': {}}; level i: both children are level i-1 (BINGET)
+    const parts: Array<number | string | number[]> = [...PROTO2];
+    const module = (children: number[]) => [
+      ...Array.from(global('bomb', 'M'), (c) => c.charCodeAt(0)), 0x29, 0x81, 0x7d, 0x28, ...binunicode('_parameters'), 0x7d, ...binunicode('_modules'), 0x7d,
+      ...(children.length ? [0x28, ...children.flatMap((c, i) => [...binunicode(`m${i}`), 0x68, c]), 0x75] : []), 0x75, 0x62,
+    ];
+    for (let level = 0; level < 40; level++) parts.push(...module(level === 0 ? [] : [level - 1, level - 1]), 0x71, level, ...(level < 39 ? [0x30] : []));
+    parts.push(STOP);
+    const zip = await torchZip({ 't/data.pkl': pk(...parts), 't/version': '3\n' });
+    const t0 = performance.now();
+    await expect(openTorchCheckpoint(zip, { allowObjects: true })).rejects.toMatchObject({ code: 'PickleLimitExceeded' });
+    expect(performance.now() - t0).toBeLessThan(8000);
   });
 
   it('picklescan corpus: every file either extracts or ends in a TensorportError, never anything else', async () => {

@@ -46,8 +46,8 @@ const MAP_CLASSES = new Set([
 const MAX_LISTED = 1000;
 /** Globals named in the one summary warning; the report has them all. */
 const MAX_IN_MESSAGE = 50;
-/** Module visits (a shared module is visited once per name): bounds a DAG of shared modules. */
-const MAX_MODULE_VISITS = 1 << 20;
+/** Module visits plus entries emitted (a shared module is walked once per name): bounds a DAG of shared modules; real models stay in the thousands. */
+const MAX_MODULE_VISITS = 1 << 16;
 
 export function extractObjects(root: PyValue, referenced: readonly string[], maxNesting = DEFAULT_LIMITS.maxNesting): ExtractedObjects {
   const globals = new Map<string, { count: number; firstPath: string | null }>();
@@ -166,6 +166,7 @@ export function extractObjects(root: PyValue, referenced: readonly string[], max
       modules++;
       return moduleTree(o, state, path, new Set(), (c, sub) => (isContainer(c) && c.kind === 'object' && c.foreign && moduleState(c) !== null ? (noteRecord(c, sub), c) : null), {
         value: (x, name) => {
+          if (++visits > MAX_MODULE_VISITS) throw new TensorportError('PickleLimitExceeded', `more than ${MAX_MODULE_VISITS} module entries (shared modules) at ${JSON.stringify(name.slice(0, 200))}`);
           if (isContainer(x) && x.kind === 'object') {
             noteRecord(x, name);
             warn('TorchModuleValue', `${name} is a ${x.callable} record, not a tensor: left out of the module's state dict`, name);
