@@ -1,0 +1,189 @@
+#!/usr/bin/env node
+// `npm run bench`: every path of issue 18 against cp, `cp && sync`, dd bs=4M, cmp and the Python
+// route, in one run on generated inputs (page-cached, in a temp directory deleted afterwards).
+// Contenders of a group run interleaved (A B C, A B C, ...) and report medians, so a load change
+// hits all alike. Prints one table of ratios and peak RSS; the last lines say which goals hold.
+// Usage: npm run bench [-- --size 2] [--runs 3] [--dir /tmp]   (after npm run build; size in GiB)
+import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CLI, ROOT, findPython, measure, median, requireBuild, writeSyntheticSafetensors } from './lib.mjs';
+
+const { values } = parseArgs({ options: { size: { type: 'string', default: '2' }, runs: { type: 'string', default: '3' }, dir: { type: 'string', default: tmpdir() } } });
+requireBuild();
+const gib = Number(values.size);
+const runs = Number(values.runs);
+const dir = mkdtempSync(join(values.dir, 'tensorport-bench-'));
+const node = process.execPath;
+const tp = (...args) => [node, [CLI, ...args]];
+const loads = [loadavg()[0]];
+const rows = [];
+
+/** Runs contenders interleaved `runs` times; `out` is removed before each run; `expect` is an exit status. */
+function group(name, bytes, contenders) {
+  const warm = contenders.flatMap((c) => c.inputs ?? []);
+  if (warm.length) measure('sh', ['-c', 'cat "$@" > /dev/null', 'sh', ...new Set(warm)]);
+  const res = contenders.map(() => []);
+  for (let r = 0; r < runs; r++) {
+    for (const [i, c] of contenders.entries()) {
+      if (c.out) rmSync(c.out, { recursive: true, force: true });
+      const [cmd, args] = c.run;
+      const wrapped = ['-c', `"$@"; test $? -eq ${c.expect ?? 0}`, 'sh', cmd, ...args];
+      res[i].push(measure('sh', wrapped));
+    }
+  }
+  loads.push(loadavg()[0]);
+  const out = {};
+  for (const [i, c] of contenders.entries()) {
+    if (c.out) rmSync(c.out, { recursive: true, force: true });
+    const row = { group: name, label: c.label, key: c.key, secs: median(res[i].map((x) => x.secs)), rss: Math.max(...res[i].map((x) => x.rssMiB)), bytes };
+    rows.push(row);
+    out[c.key] = row;
+  }
+  return out;
+}
+
+const py = findPython(['numpy', 'safetensors']);
+const pyTorch = findPython(['torch', 'safetensors']);
+console.log(`bench: ${gib} GiB inputs in ${dir}, ${runs} interleaved runs per contender, load ${loads[0].toFixed(1)}`);
+const results = {};
+try {
+  // safetensors → safetensors
+  const st = join(dir, 'in.safetensors');
+  writeSyntheticSafetensors(st, gib, { metadata: '{"format":"pt"}' });
+  const size = statSync(st).size;
+  const out = join(dir, 'out.safetensors');
+  const base = (label) => [
+    { key: 'cp', label: 'cp', run: ['cp', [st, out]], out, inputs: [st] },
+    { key: 'cpsync', label: 'cp && sync', run: ['sh', ['-c', 'cp "$1" "$2" && sync "$2"', 'sh', st, out]], out },
+    { key: 'dd', label: 'dd bs=4M', run: ['dd', [`if=${st}`, `of=${out}`, 'bs=4M', 'status=none']], out },
+  ].map((c) => ({ ...c, label: `${c.label} (${label})` }));
+  results.st = group('safetensors → safetensors', size, [
+    ...base('safetensors'),
+    { key: 'tpNoSync', label: 'tensorport convert --no-fsync', run: tp('convert', st, out, '--no-fsync'), out },
+    { key: 'tp', label: 'tensorport convert', run: tp('convert', st, out), out },
+    { key: 'verify', label: 'tensorport convert --verify', run: tp('convert', st, out, '--verify'), out },
+    ...(py ? [{ key: 'py', label: 'python safetensors load_file + save_file', run: [py, ['-c', 'import sys; from safetensors.numpy import load_file, save_file; save_file(load_file(sys.argv[1]), sys.argv[2], metadata={"format": "pt"})', st, out]], out }] : []),
+  ]);
+
+  // diff against cmp
+  const st2 = join(dir, 'copy.safetensors');
+  copyFileSync(st, st2);
+  results.diff = group('diff', size, [
+    { key: 'cmp', label: 'cmp (equal files)', run: ['cmp', [st, st2]], inputs: [st, st2] },
+    { key: 'tp', label: 'tensorport diff (equal files)', run: tp('diff', st, st2, '--json') },
+  ]);
+  rmSync(st2);
+
+  // sharded output, concurrently (library option: the CLI flag is not there yet)
+  const shardDir = join(dir, 'shards') + '/';
+  const shardRun = (jobs) => [node, ['--input-type=module', '-e', `
+    const { openCheckpointPath, writeCheckpointPath } = await import(${JSON.stringify(join(ROOT, 'packages/core/dist/node.node.js'))});
+    const ck = await openCheckpointPath(process.argv[1]);
+    await writeCheckpointPath(ck.tensors, ck.metadata, process.argv[2], { maxShardSize: Math.ceil(ck.tensors.reduce((n, t) => n + t.byteLength, 0) / 4), fsync: process.argv[4] === 'fsync', jobs: Number(process.argv[3]) });
+    await ck.close();`, st, shardDir, String(jobs), 'nosync']];
+  results.shard = group('4 shards, --no-fsync', size, [
+    { key: 'cp', label: 'cp (same bytes)', run: ['cp', [st, out]], out, inputs: [st] },
+    { key: 'j1', label: 'writeCheckpointPath jobs 1', run: shardRun(1), out: shardDir },
+    { key: 'j2', label: 'writeCheckpointPath jobs 2', run: shardRun(2), out: shardDir },
+    { key: 'j4', label: 'writeCheckpointPath jobs 4', run: shardRun(4), out: shardDir },
+  ]);
+  rmSync(st);
+
+  // stored and deflated npz → safetensors (numpy writes the inputs, like np.savez / savez_compressed)
+  if (py) {
+    for (const [key, method, frac] of [['npz', 'ZIP_STORED', 1], ['npzDeflated', 'ZIP_DEFLATED', 0.25]]) {
+      const npz = join(dir, `${key}.npz`);
+      measure(py, ['-c', `
+import sys, zipfile, numpy as np
+path, gib, method = sys.argv[1], float(sys.argv[2]), getattr(zipfile, sys.argv[3])
+n = max(1, round(gib * 1024**3 / (64 * 1024**2)))
+rng = np.random.default_rng(0)
+with zipfile.ZipFile(path, "w", method, allowZip64=True) as zf:
+    for i in range(n):
+        a = rng.standard_normal((4096, 4096), dtype=np.float32).astype(np.float16).astype(np.float32)
+        with zf.open(f"model.layers.{i}.mlp.weight.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array(f, a, allow_pickle=False)
+`, npz, String(gib * frac), method]);
+      const bytes = key === 'npz' ? statSync(npz).size : Math.max(1, Math.round((gib * frac * 1024 ** 3) / (64 * 1024 ** 2))) * 64 * 1024 ** 2;
+      const label = key === 'npz' ? 'stored npz → safetensors' : 'deflated npz → safetensors (inflate)';
+      results[key] = group(label, bytes, [
+        ...(key === 'npz' ? base('npz').map((c) => ({ ...c, run: [c.run[0], c.run[1].map((a) => (a === st ? npz : a.replace(st, npz)))], inputs: [npz] })) : []),
+        { key: 'tpNoSync', label: 'tensorport convert --no-fsync', run: tp('convert', npz, out, '--no-fsync'), out, inputs: [npz] },
+        { key: 'tp', label: 'tensorport convert', run: tp('convert', npz, out), out },
+        { key: 'py', label: 'python np.load + safetensors.numpy.save_file', run: [py, ['-c', 'import sys, numpy as np; from safetensors.numpy import save_file; z = np.load(sys.argv[1]); save_file({k: z[k] for k in z.files}, sys.argv[2], metadata={"format": "pt"})', npz, out]], out },
+      ]);
+      rmSync(npz);
+    }
+  }
+
+  // torch ZIP → safetensors
+  if (pyTorch) {
+    const pt = join(dir, 'in.pt');
+    measure(pyTorch, ['-c', `
+import sys, torch
+path, gib = sys.argv[1], float(sys.argv[2])
+n = max(1, round(gib * 1024**3 / (64 * 1024**2)))
+g = torch.Generator().manual_seed(0)
+torch.save({f"model.layers.{i}.mlp.weight": torch.randn(4096, 4096, generator=g) for i in range(n)}, path)
+`, pt, String(gib)]);
+    results.pt = group('torch .pt → safetensors', statSync(pt).size, [
+      ...base('.pt').map((c) => ({ ...c, run: [c.run[0], c.run[1].map((a) => (a === st ? pt : a.replace(st, pt)))], inputs: [pt] })),
+      { key: 'tpNoSync', label: 'tensorport convert --no-fsync', run: tp('convert', pt, out, '--no-fsync'), out },
+      { key: 'tp', label: 'tensorport convert', run: tp('convert', pt, out), out },
+      { key: 'py', label: 'python torch.load + safetensors.torch.save_file', run: [pyTorch, ['-c', 'import sys, torch; from safetensors.torch import save_file; save_file(torch.load(sys.argv[1], weights_only=True), sys.argv[2], metadata={"format": "pt"})', pt, out]], out },
+    ]);
+    rmSync(pt);
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+// The table: each row against its group's first row (cp or cmp), throughput of the tensor bytes.
+console.log(`\n| path | contender | median s | GB/s | vs first row | peak RSS MiB |\n|---|---|---|---|---|---|`);
+let last = '';
+let first = null;
+for (const r of rows) {
+  if (r.group !== last) [last, first] = [r.group, r];
+  console.log(`| ${r.group === (rows[rows.indexOf(r) - 1]?.group) ? '' : r.group} | ${r.label} | ${r.secs.toFixed(2)} | ${(r.bytes / r.secs / 1e9).toFixed(2)} | ${(first.secs / r.secs).toFixed(2)}× | ${r.rss.toFixed(0)} |`);
+}
+
+const goals = [];
+const ratio = (a, b) => (a && b ? b.secs / a.secs : NaN);
+const check = (what, value, ok, shown) => goals.push(`${Number.isNaN(value) ? 'n/a ' : ok ? 'HOLDS' : 'MISSED'}  ${what}: ${shown}`);
+for (const k of ['st', 'npz', 'pt']) {
+  const g = results[k];
+  if (!g) continue;
+  const vsCp = ratio(g.tpNoSync, g.cp);
+  check(`${k} --no-fsync ≥ 0.8× cp`, vsCp, vsCp >= 0.8, `${vsCp.toFixed(2)}×`);
+  const vsSync = ratio(g.tp, g.cpsync);
+  check(`${k} default ≥ 0.8× cp && sync`, vsSync, vsSync >= 0.8, `${vsSync.toFixed(2)}×`);
+  const vsDd = ratio(g.tpNoSync, g.dd);
+  goals.push(`info   ${k} --no-fsync vs dd bs=4M: ${vsDd.toFixed(2)}×`);
+  const vsPy = ratio(g.tp, g.py);
+  check(`${k} ≥ 1.5× the Python route (default fsync vs no sync in Python)`, vsPy, vsPy >= 1.5, `${vsPy.toFixed(2)}×`);
+  const rss = Math.max(g.tp.rss, g.tpNoSync.rss);
+  const limit = k === 'pt' ? 300 : 200;
+  check(`${k} peak RSS ≤ ${limit} MiB`, rss, rss <= limit, `${rss.toFixed(0)} MiB`);
+}
+if (results.npzDeflated) {
+  const g = results.npzDeflated;
+  const v = ratio(g.tp, g.py);
+  check('deflated npz ≥ 1.5× Python zipfile + numpy', v, v >= 1.5, `${v.toFixed(2)}×`);
+}
+if (results.diff) {
+  const v = ratio(results.diff.tp, results.diff.cmp);
+  check('diff ≥ 0.8× cmp', v, v >= 0.8, `${v.toFixed(2)}×`);
+}
+if (results.st?.verify) {
+  const cost = (results.st.verify.secs - results.st.tp.secs) / results.st.tp.secs;
+  check('--verify costs ≤ 0.5× of its conversion', cost, cost <= 0.5, `+${(cost * 100).toFixed(0)}%`);
+}
+if (results.shard) {
+  const s = results.shard;
+  goals.push(`info   shards: jobs 2 ${ratio(s.j2, s.j1).toFixed(2)}×, jobs 4 ${ratio(s.j4, s.j1).toFixed(2)}× of jobs 1; jobs 1 ${ratio(s.j1, s.cp).toFixed(2)}× cp`);
+}
+goals.push('info   MLX quantize/dequantize vs numpy kernels: node bench/mlx.mjs (not part of this run)');
+console.log(`\nload average during the run: ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} on ${(await import('node:os')).cpus().length} cores`);
+console.log(goals.join('\n'));
