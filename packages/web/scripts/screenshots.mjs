@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Regenerates docs/screenshots/*.png: builds the page into a temp dir, serves it on loopback and
 // photographs it in headless Chromium with fixtures loaded, in the light and the dark theme.
-// Usage: node packages/web/scripts/screenshots.mjs   (CHROMIUM_PATH overrides /usr/bin/chromium)
+// Usage: node packages/web/scripts/screenshots.mjs [name-filter]   (CHROMIUM_PATH overrides /usr/bin/chromium)
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -16,7 +16,7 @@ const out = join(repo, 'docs', 'screenshots');
 /** @param {string} p */
 const fixture = (p) => join(repo, 'fixtures', p);
 
-/** @type {Array<{ file: string; scheme: 'light' | 'dark'; files: string[] }>} */
+/** @type {Array<{ file: string; scheme: 'light' | 'dark'; files: string[]; convert?: boolean }>} */
 const SHOTS = [
   {
     file: 'inspector-light.png',
@@ -30,6 +30,9 @@ const SHOTS = [
   },
   { file: 'unsafe-light.png', scheme: 'light', files: ['torch/reference/evil_os_system.pt'] },
   { file: 'unsafe-dark.png', scheme: 'dark', files: ['torch/reference/evil_os_system.pt'] },
+  // The Convert panel after a torch.save checkpoint was converted (to OPFS: no native picker here).
+  { file: 'convert-light.png', scheme: 'light', files: ['torch/checkpoints/transformers.pt'], convert: true },
+  { file: 'convert-dark.png', scheme: 'dark', files: ['torch/checkpoints/transformers.pt'], convert: true },
 ];
 
 const dist = await mkdtemp(join(tmpdir(), 'tensorport-shots-'));
@@ -42,7 +45,7 @@ const browser = await chromium.launch({
 });
 try {
   await mkdir(out, { recursive: true });
-  for (const shot of SHOTS) {
+  for (const shot of SHOTS.filter((s) => s.file.includes(process.argv[2] ?? ''))) {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
     await page.emulateMedia({ colorScheme: shot.scheme, reducedMotion: 'reduce' });
     await page.goto(server.url);
@@ -50,7 +53,19 @@ try {
     await page.setInputFiles('#file', shot.files.map(fixture));
     await page.waitForSelector('body[data-state="done"]');
     await page.mouse.move(0, 0);
-    await page.screenshot({ path: join(out, shot.file), fullPage: true });
+    if (shot.convert) {
+      await page.evaluate(() => {
+        const w = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (window));
+        w.showSaveFilePicker = async (/** @type {{ suggestedName: string }} */ o) => (await navigator.storage.getDirectory()).getFileHandle(o.suggestedName, { create: true });
+      });
+      await page.selectOption('#convert-dtype', 'bf16');
+      await page.click('#convert-start');
+      await page.waitForSelector('body[data-convert="done"]');
+      await page.mouse.move(0, 0);
+      await page.locator('#convert').screenshot({ path: join(out, shot.file) });
+    } else {
+      await page.screenshot({ path: join(out, shot.file), fullPage: true });
+    }
     console.log(`docs/screenshots/${shot.file}`);
     await page.close();
   }

@@ -114,17 +114,17 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
     s.push([now, done]);
     while (s.length > 2 && now - s[0]![0] > 3000) s.shift(); // speed over the last 3 s
     const [t0, d0] = s[0]!;
-    const speed = now > t0 ? ((done - d0) / ((now - t0) / 1000)) / 1e6 : 0;
+    const speed = now > t0 ? (done - d0) / ((now - t0) / 1000) : 0;
     bar.max = Math.max(1, total);
     bar.value = done;
-    line.textContent = `${formatBytes(done)} of ${formatBytes(total)} · ${speed.toFixed(1)} MB/s`;
+    line.textContent = `${formatBytes(done)} of ${formatBytes(total)} · ${formatBytes(Math.round(speed))}/s`;
     line.dataset.done = String(done);
     line.dataset.total = String(total);
   }
 
   function converted(r: Converted): void {
-    const mbps = r.bytes / 1e6 / Math.max(0.001, r.ms / 1000);
-    line.textContent = `${formatBytes(r.bytes)} written in ${formatMs(r.ms)} · ${mbps.toFixed(1)} MB/s`;
+    const rate = r.bytes / Math.max(0.001, r.ms / 1000);
+    line.textContent = `${formatBytes(r.bytes)} written in ${formatMs(r.ms)} · ${formatBytes(Math.round(rate))}/s`;
     const v = r.validation;
     result.append(
       h('p', {}, h('span', { class: `badge verdict ${v.valid ? 'valid' : 'invalid'}`, id: 'convert-valid', 'data-valid': String(v.valid) }, v.valid ? 'Output valid' : 'Output invalid'), ` re-read and checked by tensorport validate (${v.format ?? 'unknown format'}); ${r.tensors} tensors, ${r.cast} cast`),
