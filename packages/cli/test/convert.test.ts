@@ -208,11 +208,17 @@ describe('convert: refusals', () => {
     expect(r.stderr).toMatch(/warning: ExtensionMismatch: .*'\.bin'.*safetensors/);
     expect(await fileSha256(join(dir, 'model.safetensors'))).toBe(await fileSha256(minimal));
 
+    // GGUF is a registry format now: a damaged one gets its reader's error. HDF5 is only named.
     const gguf = join(dir, 'model.safetensors.gguf');
     await writeFile(gguf, Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(60)]));
     const g = await tensorport('convert', gguf, join(dir, 'x.safetensors'));
     expect(g.code).toBe(1);
-    expect(g.stderr).toMatch(/^tensorport: UnsupportedFormat: .*GGUF/);
+    expect(g.stderr).toMatch(/^tensorport: GgufUnsupportedVersion: /);
+    const h5 = join(dir, 'model.safetensors.h5');
+    await writeFile(h5, Buffer.concat([Buffer.from([0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(60)]));
+    const h = await tensorport('convert', h5, join(dir, 'x.safetensors'));
+    expect(h.code).toBe(1);
+    expect(h.stderr).toMatch(/^tensorport: UnsupportedFormat: .*HDF5/);
     const junk = join(dir, 'junk.dat');
     await writeFile(junk, 'hello, world');
     const j = await tensorport('convert', junk, join(dir, 'y.safetensors'));
@@ -223,7 +229,7 @@ describe('convert: refusals', () => {
     const k = await tensorport('convert', join(dir, 'junk.safetensors'), join(dir, 'z.safetensors'));
     expect(k.code).toBe(1);
     expect(k.stderr).toMatch(/^tensorport: HeaderTooLarge: .*\(at byte 0\)$/m);
-    expect(await listDir(dir)).toEqual(['junk.dat', 'junk.safetensors', 'model.safetensors', 'model.safetensors.gguf', 'pytorch_model.bin']);
+    expect(await listDir(dir)).toEqual(['junk.dat', 'junk.safetensors', 'model.safetensors', 'model.safetensors.gguf', 'model.safetensors.h5', 'pytorch_model.bin']);
   });
 });
 
