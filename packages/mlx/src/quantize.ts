@@ -20,6 +20,7 @@ import { quantizeFp } from './fp-quantize.ts';
 import type { QuantizedLayer, TensorInfo } from './layers.ts';
 import { mixedRecipePredicate, modelPredicate, recipeLayout, withOverrides, type LayerOverride, type MixedRecipe } from './recipes.ts';
 import { computedDescriptor, lockstep, rowsPerBlock } from './rows.ts';
+import type { QuantPredicate, QuantSpec } from './quant-spec.ts';
 
 export interface LayerChoice {
   bits: number;
@@ -27,18 +28,7 @@ export interface LayerChoice {
   mode?: QuantMode;
 }
 
-/**
- * `to_quantized` keyword arguments as a predicate returns them (mlx-lm's dicts). `groupSize: null`
- * is what mlx-lm's mixed recipes write when no group size was given; it means the mode's default.
- */
-export interface QuantSpec {
-  groupSize?: number | null;
-  bits?: number;
-  mode?: QuantMode;
-}
-
-/** Return false to keep a tensor float, true for the run's settings, or a spec of its own. */
-export type QuantPredicate = (tensor: TensorInfo & { path: string }, defaults: QuantParams) => boolean | QuantSpec;
+export type { QuantPredicate, QuantSpec } from './quant-spec.ts';
 
 export interface QuantizeCheckpointOptions {
   /** Default: the mode's (affine 4, mxfp4 4, mxfp8 8, nvfp4 4). */

@@ -10,7 +10,7 @@
  * MLX-layout checkpoint.
  */
 import { TensorportError } from '@tensorport/core';
-import type { QuantPredicate, QuantSpec } from './quantize.ts';
+import type { QuantPredicate, QuantSpec } from './quant-spec.ts';
 import type { TensorInfo } from './layers.ts';
 
 export const MIXED_RECIPES = ['mixed_2_6', 'mixed_3_4', 'mixed_3_6', 'mixed_4_6'] as const;

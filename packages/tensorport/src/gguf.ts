@@ -9,7 +9,7 @@ import {
   type GgufFile, type GgufValue, type LlamaConfig, type LlamaToGgufOptions,
 } from '@tensorport/gguf';
 import { readConfig } from '@tensorport/mlx';
-import type { Transform, Transformed } from './pipeline/convert.ts';
+import type { Transform, Transformed } from './pipeline/transform.ts';
 import { asGguf } from './pipeline/gguf-inspect.ts';
 
 export interface FromGgufOptions {

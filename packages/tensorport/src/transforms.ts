@@ -7,7 +7,7 @@ import {
   dequantizeCheckpoint, quantizeCheckpoint, readConfig, repackCheckpoint,
   type ConversionResult, type DequantizeCheckpointOptions, type QuantizeCheckpointOptions, type RepackTarget,
 } from '@tensorport/mlx';
-import type { Transform, Transformed } from './pipeline/convert.ts';
+import type { Transform, Transformed } from './pipeline/transform.ts';
 
 function transformed(r: ConversionResult): Transformed {
   return { tensors: r.tensors, metadata: r.metadata };

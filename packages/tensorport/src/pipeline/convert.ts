@@ -7,6 +7,7 @@ import type { SafetensorsWriteOptions } from '@tensorport/core';
 import { defaultRegistry, type AnyFormat } from '../registry.ts';
 import { fromGguf, toGguf } from '../gguf.ts';
 import { openInput, type PipelineOptions } from './open.ts';
+import type { Transform, Transformed } from './transform.ts';
 
 /** Writer options by format name, each format's own. */
 export interface WriteOptionsByFormat {
@@ -15,22 +16,7 @@ export interface WriteOptionsByFormat {
   [format: string]: unknown;
 }
 
-/** What a transform gives the writer: the tensors and metadata to write instead of the input's. */
-export interface Transformed {
-  tensors: readonly TensorDescriptor[];
-  metadata: ReadonlyMap<string, string> | null;
-  warnings?: Finding[];
-  /** Options for the writer, over the caller's (GGUF's typed llama keys). */
-  write?: object;
-  /** Small files written beside the tensors in a directory output (config.json); a file output names them in a warning. */
-  files?: ReadonlyArray<{ name: string; bytes: Uint8Array }>;
-}
-
-/**
- * A step between load and save (MLX quantize, dequantize, repack…): streaming descriptors in,
- * streaming descriptors out. It sees the input's context for side files such as config.json.
- */
-export type Transform = (checkpoint: Checkpoint, ctx: Context) => Transformed | Promise<Transformed>;
+export type { Transform, Transformed } from './transform.ts';
 
 export interface ConvertOptions extends PipelineOptions {
   input: Context;

@@ -1,6 +1,6 @@
 import { diffCheckpoints, type Checkpoint, type Context, type DiffOptions, type DiffResult, type Finding } from '@tensorport/core';
 import { fromGguf } from '../gguf.ts';
-import type { Transformed } from './convert.ts';
+import type { Transformed } from './transform.ts';
 import { openInput, type PipelineOptions } from './open.ts';
 
 async function asConverted(c: Checkpoint, other: Checkpoint, ctx: Context): Promise<Transformed> {

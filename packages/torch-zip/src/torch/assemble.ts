@@ -1,6 +1,6 @@
 import { TensorportError, type Checkpoint, type Finding, type TensorDescriptor } from '@tensorport/core';
 import type { PyValue, StorageRef, TensorRecord } from '../pickle/values.ts';
-import type { ObjectsReport } from './extract-objects.ts';
+import type { ObjectsReport } from './objects-report.ts';
 import { dtypeInfo } from './dtypes.ts';
 import { planTensor, tensorChunks, type StorageBytes, type TensorLayout } from './layout.ts';
 import { keptTiedName, mayWriteOnce, type TiedWeightsConfig } from './tied.ts';

@@ -7,6 +7,7 @@ import { lookupGlobal } from './allowlist.ts';
 import { assemble, type AssembleOptions, type ResolveStorage, type TorchCheckpoint } from './assemble.ts';
 import type { StorageBytes } from './layout.ts';
 import { moduleState, moduleTree } from './module-walk.ts';
+import type { ObjectsReport } from './objects-report.ts';
 import { arrayKey, decodeArray, decodeScalar, isNumpyArray, isNumpyScalar } from './numpy-arrays.ts';
 import { isPlaceholder, placeholderResolver } from './placeholders.ts';
 
@@ -17,16 +18,6 @@ import { isPlaceholder, placeholderResolver } from './placeholders.ts';
  * becomes an opaque leaf, and tensors inside it are reported, not extracted (its class's
  * `__setstate__` would decide what they mean).
  */
-export interface ObjectsReport {
-  /** Every foreign global: how many records or references the tree holds, and the first path where one was seen (null: referenced by the pickle but not reachable from its result). */
-  readonly globals: Array<{ name: string; count: number; firstPath: string | null }>;
-  /** Tensors reached only inside foreign objects: not extracted. The first 1000. */
-  readonly insideForeign: Array<{ path: string; inside: string }>;
-  readonly numpyScalars: Array<{ path: string; dtype: string; value: number | bigint | boolean }>;
-  readonly numpyArrays: number;
-  readonly modules: number;
-}
-
 export interface ExtractedObjects {
   readonly root: PyValue;
   readonly storages: ReadonlyMap<string, StorageBytes>;
