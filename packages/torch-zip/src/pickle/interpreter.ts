@@ -28,8 +28,9 @@ export interface RunOptions {
    */
   resolveGlobal?: GlobalResolver;
   /**
-   * Extraction mode: BUILD on a tensor record is refused (torch's `Tensor.__setstate__` would swap
-   * its storage), instead of dropping the state as a weights-only load of plain checkpoints does.
+   * Extraction mode: BUILD on an unsupported (tensor-like) record is refused too. BUILD on a tensor
+   * record is refused in every mode: torch's weights-only loader applies it with `set_`, which can
+   * swap the storage, so dropping it would hand out other bytes than torch loads.
    */
   refuseTensorBuild?: boolean;
   /** Turns a persistent id into a value; without it, persistent ids are refused. */
@@ -267,7 +268,9 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   const build = (target: PyValue, state: PyValue): void => {
     if (typeof target !== 'object' || target === null) return invalid(`BUILD on ${typeName(target)}`);
     switch (target.kind) {
-      case 'tensor': case 'unsupported': // a tensor's Python attributes: dropped
+      case 'tensor': // torch's loader applies the state with Tensor.__setstate__ (set_ can swap the storage): we would read other bytes than torch loads
+        return invalid('BUILD on a tensor: torch would apply the state with Tensor.__setstate__ (set_ swaps its storage)');
+      case 'unsupported':
         if (opts.refuseTensorBuild) invalid('BUILD on a tensor: torch would apply the state with Tensor.__setstate__ (set_ swaps its storage)');
         return;
       case 'object':
