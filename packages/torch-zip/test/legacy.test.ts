@@ -47,6 +47,10 @@ describe('legacy stream details', () => {
     await expect(openTorchCheckpoint(legacy(object, ['7', '7'], [...data, ...data]))).rejects.toMatchObject({ message: expect.stringMatching(/listed twice/) });
     await expect(openTorchCheckpoint(legacy(object, [], []))).rejects.toMatchObject({ code: 'TorchInvalidCheckpoint', tensor: 'w' });
   });
+  it('refuses BUILD on a tensor, which torch applies with set_ (other bytes than the stored ones)', async () => {
+    const object = pk(0x80, 2, '}', '(', binunicode('w'), tensor('7', 2, null, 2), ')', 'b', 'u', '.');
+    await expect(openTorchCheckpoint(legacy(object, ['7'], [{ numel: 2, data: f32([1, 2]) }]))).rejects.toMatchObject({ code: 'PickleInvalid', message: expect.stringMatching(/BUILD on a tensor/) });
+  });
   it('scans exactly the five pickles, not the storage bytes after them', async () => {
     const object = pk(0x80, 2, '}', '(', binunicode('w'), tensor('7', 2, null, 2), 'u', '.');
     const r = await scanCheckpoint(legacy(object, ['7'], [{ numel: 2, data: pk(0x80, 0x63, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80) }]));
