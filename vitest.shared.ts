@@ -14,7 +14,10 @@ export default defineConfig({
   ssr: { resolve: { conditions: [SOURCE_CONDITION, ...defaultServerConditions] } },
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 60_000,
+    // Interop tests start Python: importing torch took 21 s, torch + transformers 38 s, while the
+    // other packages' suites ran beside them on 2 cores. Limits catch hangs, not slowness.
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
     // The json report feeds scripts/test-summary.mjs (one "N passed, N failed" line for CI).
     reporters: ['default', 'json'],
     outputFile: { json: '.vitest-results.json' },

@@ -74,7 +74,7 @@ describe('tensorport diff', () => {
     const out = JSON.parse(r.stdout);
     expect(out.equal).toBe(false);
     expect(out.changed).toEqual([expect.objectContaining({ name: 'w', reason: 'values', mismatches: 1, firstMismatch: size / 8 })]);
-  }, 60_000);
+  }, 180_000);
 
   it('names only on one side, dtype changes; --names-only; usage errors exit 2', async () => {
     const dir = await tempDir();

@@ -44,7 +44,7 @@ describe.skipIf(!py)('dequantize matches gguf.quants.dequantize', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gguf-dq-'));
     await runPython(py!.exe, SCRIPT, { args: [dir, DEQUANTIZABLE_TYPES.join(',')] });
-  }, 60_000);
+  }, 180_000);
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });

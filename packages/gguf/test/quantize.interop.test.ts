@@ -32,7 +32,7 @@ describe.skipIf(!py)('quantize matches gguf.quants.quantize', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gguf-q-'));
     await runPython(py!.exe, SCRIPT, { args: [dir, QUANTIZABLE_TYPES.join(',')] });
-  }, 60_000);
+  }, 180_000);
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });

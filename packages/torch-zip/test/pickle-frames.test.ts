@@ -155,7 +155,7 @@ describe.skipIf(!py)('fickling’s frame payload against the real loaders', () =
     const e = await openTorchCheckpoint(new BytesSource(zip, 'frame.pt')).then(() => null, (x: unknown) => x);
     expect(e).toBeInstanceOf(TensorportError);
     expect((e as TensorportError).code).toBe('PickleInvalid');
-  }, 60_000);
+  }, 180_000);
 
   it('reads CPython’s own framing unchanged: 64 KiB frames across our read window, large bytes outside frames', async () => {
     const hex = await runPython(py!.exe, `
@@ -174,5 +174,5 @@ print(pickle.dumps(obj, protocol=4).hex())`);
     const s = await scanCheckpoint(new BytesSource(bytes, 'big.pkl'));
     expect(s).toMatchObject({ safe: true, pickles: 1 });
     expect(s.opcodes.FRAME).toBeGreaterThanOrEqual(2); // the first frame is 65 544 bytes, past the first window
-  }, 60_000);
+  }, 180_000);
 });

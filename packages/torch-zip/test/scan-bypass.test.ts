@@ -163,7 +163,7 @@ describe.skipIf(!py)('the real loaders run these files (torch.load, np.load(allo
     for (const f of ['torchscript.pt', 'torchscript-polyglot.pt']) expect(got[f]![1].join('\n'), f).toMatch(/dispatching to 'torch\.jit\.load'/);
     // torch reads the legacy part and ignores the appended ZIP; zipfile opens the ZIP (checked below)
     expect(got['legacy-then-zip.pt']![0]).toBe('');
-  }, 60_000);
+  }, 180_000);
 
   it('zipfile reads the hijack fixture\'s second directory and the ZIP appended to the legacy stream', async () => {
     const out = await runPython(py!.exe, `
