@@ -8,6 +8,7 @@ export const WARNING_CODES = Object.freeze({
   ExtensionMismatch: "the input's extension names another format than its bytes; it was read by its bytes",
   CastSkipped: 'a cast left tensors of other dtypes (integers, BOOL, F8/F6/F4, C64) unchanged',
   SeveralCheckpoints: 'several checkpoint files and no index were given; the first was read',
+  SideFilesSkipped: 'side files (config.json) were not written: the output is one file, not a directory',
   // safetensors headers and indexes
   DuplicateMetadataKey: 'a __metadata__ key appears twice; the last value is used, as the reference does',
   LeadingWhitespace: 'the header JSON starts with whitespace, which the reference accepts',
@@ -30,11 +31,14 @@ export const WARNING_CODES = Object.freeze({
   TorchTensorSkipped: 'a tensor safetensors cannot hold was skipped (skipUnsupported)',
   TorchTiedCopied: 'tied weights were written as copies because config.json says they are not tied',
   TorchValueDropped: 'a non-tensor value of the state dict (a number, a string) has no place in the output',
+  TorchForeignObjects: 'extraction mode kept globals outside the allowlist as inert records (listed with counts and paths)',
+  TorchTensorInForeignObject: 'extraction mode left tensors held inside foreign objects unextracted',
   // MLX
   NothingQuantized: 'the MLX command found no layer to (de)quantize; tensors copied unchanged',
   FileNotCopied: 'a file of the input model directory was not copied into the output model',
   // GGUF
   GgufNonContiguousLayout: 'GGUF tensor data is not laid out back to back',
+  GgufTypeFallback: 'tensors whose rows are not whole blocks of the asked ggml type were written as F16',
 } as const);
 
 export type WarningCode = keyof typeof WARNING_CODES;
