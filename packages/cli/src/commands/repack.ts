@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { repack } from '../mlx/run.ts';
-import { table } from '../render.ts';
+import { table } from '../table.ts';
 import { escapeTerminal } from '../report.ts';
 import { parseBits, parseGroupSize, parseRounding, printWritten, progress, type CommandIO } from './mlx-common.ts';
 
