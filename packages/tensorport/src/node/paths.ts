@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
-import { TensorportError, type CastTarget, type Finding } from '@tensorport/core';
-import { convert, type Transform, type WriteOptionsByFormat } from '../pipeline/convert.ts';
+import { TensorportError, type Finding } from '@tensorport/core';
+import { convert, type ConvertOptions, type ConvertReport, type WriteOptionsByFormat } from '../pipeline/convert.ts';
 import { diff, type DiffReport } from '../pipeline/diff.ts';
 import { inspect, type InspectOptions, type InspectReport } from '../pipeline/inspect.ts';
 import type { PipelineOptions, ReadOptions } from '../pipeline/open.ts';
@@ -10,12 +10,12 @@ import type { DiffOptions } from '@tensorport/core';
 import { pathContext, withPath } from './folder.ts';
 import { FileTarget } from './target.ts';
 
-export interface ConvertPathOptions extends PipelineOptions {
+/** `convert`'s options over paths: `dtype`, `transform`, `write`, `verify`, `gguf` and `onProgress` mean what they mean there. */
+export interface ConvertPathOptions extends PipelineOptions, Pick<ConvertOptions, 'dtype' | 'transform' | 'write' | 'verify' | 'gguf' | 'onProgress'> {
   /** A checkpoint file (format detected from its bytes), a checkpoint directory or its index file. */
   input: string;
   /** A file path, or a directory (existing, or ending with '/') that receives the format's file names. */
   output: string;
-  dtype?: CastTarget | Lowercase<CastTarget>;
   /** Largest shard in tensor bytes, for a directory output (default 5e9, HF's "5GB"); InvalidOption for a file output. */
   maxShardSize?: number;
   /** Replace existing outputs (never the input). */
@@ -26,30 +26,13 @@ export interface ConvertPathOptions extends PipelineOptions {
   to?: string;
   /** npz output: deflate members (np.savez_compressed). */
   compress?: boolean;
-  /** Other writer options, by format. */
-  write?: WriteOptionsByFormat;
-  /** A step between load and save (e.g. `mlxQuantize()`). */
-  transform?: Transform;
-  /** Re-read the written output and diff it bit for bit against the input (default false: about doubles the time). */
-  verify?: boolean;
-  /** GGUF output: the ggml type of the matrices; GGUF input: keep raw blocks. */
-  gguf?: { type?: string; keepBlocks?: boolean };
-  onProgress?: (done: number, total: number) => void;
 }
 
-export interface ConvertPathResult {
+/** `convert`'s report, with `files` as absolute paths. */
+export interface ConvertPathResult extends ConvertReport {
   input: string;
   /** Absolute path of the output file or directory. */
   output: string;
-  from: string;
-  to: string;
-  /** Every file written (absolute paths); each was re-read and validated. */
-  files: string[];
-  tensors: number;
-  bytes: number;
-  cast: number;
-  verified: boolean;
-  warnings: Finding[];
 }
 
 const OUTPUT_FORMATS: Readonly<Record<string, string>> = { '.gguf': 'gguf', '.npz': 'npz', '.npy': 'npy', '.pt': 'torch', '.pth': 'torch', '.bin': 'torch', '.ckpt': 'torch' };
