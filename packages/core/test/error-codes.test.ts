@@ -1,30 +1,9 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, TensorportError } from '@tensorport/core';
+import { capturesInSources } from './helpers/source-scan.ts';
 
 /** Every `new TensorportError('Code'` in the library sources of every package. */
-function thrownCodes(): Map<string, string> {
-  const packages = join(import.meta.dirname, '..', '..');
-  const found = new Map<string, string>();
-  const walk = (dir: string): void => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, e.name);
-      if (e.isDirectory()) walk(path);
-      else if (/\.ts$/.test(e.name)) {
-        for (const m of readFileSync(path, 'utf8').matchAll(/new TensorportError\(\s*'([A-Za-z0-9]+)'/g)) found.set(m[1]!, path);
-      }
-    }
-  };
-  for (const pkg of readdirSync(packages)) {
-    try {
-      walk(join(packages, pkg, 'src'));
-    } catch {
-      // a package without src/ throws nothing
-    }
-  }
-  return found;
-}
+const thrownCodes = (): Map<string, string> => capturesInSources(/new TensorportError\(\s*'([A-Za-z0-9]+)'/g);
 
 describe('ERROR_CODES', () => {
   it('lists each code once', () => {

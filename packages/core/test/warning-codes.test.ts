@@ -1,31 +1,9 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, WARNING_CODES, isWarningCode } from '@tensorport/core';
+import { capturesInSources } from './helpers/source-scan.ts';
 
 /** Every `code: 'X'` finding literal in the library sources of every package (the web page's own findings excepted). */
-function findingCodes(): Map<string, string> {
-  const packages = join(import.meta.dirname, '..', '..');
-  const found = new Map<string, string>();
-  const walk = (dir: string): void => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const path = join(dir, e.name);
-      if (e.isDirectory()) walk(path);
-      else if (/\.ts$/.test(e.name)) {
-        for (const m of readFileSync(path, 'utf8').matchAll(/code: '([A-Za-z0-9]+)'/g)) found.set(m[1]!, path);
-      }
-    }
-  };
-  for (const pkg of readdirSync(packages)) {
-    if (pkg === 'web') continue;
-    try {
-      walk(join(packages, pkg, 'src'));
-    } catch {
-      // a package without src/
-    }
-  }
-  return found;
-}
+const findingCodes = (): Map<string, string> => capturesInSources(/code: '([A-Za-z0-9]+)'/g, { skipPackages: ['web'] });
 
 describe('WARNING_CODES', () => {
   it('every finding code in the sources is an error code or a listed warning code', () => {
