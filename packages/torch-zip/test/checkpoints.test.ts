@@ -76,6 +76,9 @@ describe('checkpoints written by torch 2.13 and 1.13 (fixtures/torch/checkpoints
       const state = await open(file, { select: 'optimizer.state.0' });
       expect(state.tensors.map((t) => t.name)).toEqual(['momentum_buffer']);
       await expect(open(file, { select: 'model.nope' })).rejects.toMatchObject({ code: 'TensorNotFound' });
+      // a selection holding no tensor would convert to an empty file (issue 11): refused, naming it
+      await expect(open(file, { select: 'epoch' })).rejects.toMatchObject({ code: 'TensorNotFound', tensor: 'epoch', message: 'select: "epoch" is an int, not a tensor; nothing to convert' });
+      await expect(open(file, { select: 'optimizer.param_groups' })).rejects.toMatchObject({ code: 'TensorNotFound', message: 'select: "optimizer.param_groups" is a list holding no tensors (2 other values); nothing to convert' });
     });
   }
 });

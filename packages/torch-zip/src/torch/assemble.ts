@@ -1,5 +1,5 @@
 import { TensorportError, type Checkpoint, type Finding, type TensorDescriptor } from '@tensorport/core';
-import type { PyValue, StorageRef, TensorRecord } from '../pickle/values.ts';
+import { isContainer, typeName, type PyValue, type StorageRef, type TensorRecord } from '../pickle/values.ts';
 import type { ObjectsReport } from './objects-report.ts';
 import { dtypeInfo } from './dtypes.ts';
 import { planTensor, tensorChunks, type StorageBytes, type TensorLayout } from './layout.ts';
@@ -59,6 +59,14 @@ function droppedWarning(dropped: ReadonlyArray<{ name: string; type: string }>, 
   };
 }
 
+/** A selected value with no tensor below it: converting it would write an empty file (issue 11). */
+function emptySelection(path: string, v: PyValue, values: number): TensorportError {
+  const what = isContainer(v) && (v.kind === 'dict' || v.kind === 'list' || v.kind === 'tuple')
+    ? `a ${v.kind} holding no tensors (${values} other value${values === 1 ? '' : 's'})`
+    : `${/^[aeiou]/i.test(typeName(v)) ? 'an' : 'a'} ${typeName(v)}, not a tensor`;
+  return new TensorportError('TensorNotFound', `select: ${JSON.stringify(path)} is ${what}; nothing to convert`, { tensor: path });
+}
+
 export type ResolveStorage = (ref: StorageRef, tensor: string) => StorageBytes;
 
 /** From the unpickled object to descriptors: find, name, check, and de-duplicate tensors. */
@@ -70,6 +78,7 @@ export function assemble(
 ): TorchCheckpoint {
   const subtree = opts.select === undefined ? root : selectSubtree(root, opts.select);
   const found = findTensors(subtree, opts.maxNesting, opts.skipUnsupported);
+  if (opts.select !== undefined && found.tensors.length === 0 && found.skipped.length === 0) throw emptySelection(opts.select, subtree, found.dropped.length + found.droppedUnlisted);
   const warnings = [...base.warnings];
   const leftOut = droppedWarning(found.dropped, found.droppedUnlisted);
   if (leftOut) warnings.push(leftOut);
