@@ -1,12 +1,44 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { FolderContext, MemoryFolder, MemoryTarget, openZip, type ByteSource, type Context, type Folder } from '@tensorport/core';
 import { nodeZlibCodec } from '@tensorport/core/node';
 import { convert } from '../src/index.ts';
 
 const REPO = join(import.meta.dirname, '../../..');
 const TORCH = join(REPO, 'fixtures/torch/checkpoints/transformers.pt');
+const LEGACY = join(REPO, 'fixtures/torch/checkpoints/legacy.pt');
+const SHARDED = join(REPO, 'fixtures/transformers/tied-sharded');
+
+/**
+ * Every interpreter run, by where it ran (the pickle's member or file, and its offset): the
+ * interpreter module with its two entry points counted, the machine itself untouched.
+ */
+const runs = vi.hoisted(() => [] as Array<{ path: string | undefined; offset: number }>);
+vi.mock('../../torch-zip/src/pickle/interpreter.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../torch-zip/src/pickle/interpreter.ts')>();
+  return {
+    ...real,
+    runPickle: (...a: Parameters<typeof real.runPickle>) => {
+      runs.push({ path: a[2].path, offset: (a[2].baseOffset ?? 0) + a[1] });
+      return real.runPickle(...a);
+    },
+    loadPickle: (...a: Parameters<typeof real.loadPickle>) => {
+      runs.push({ path: a[1]?.path, offset: a[1]?.baseOffset ?? 0 });
+      return real.loadPickle(...a);
+    },
+  };
+});
+beforeEach(() => {
+  runs.length = 0;
+});
+
+/** How many times each pickle ran, by `path@offset`, for the runs whose path passes `which`. */
+function runsOf(which: (path: string) => boolean): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of runs) if (r.path !== undefined && which(r.path)) out[`${r.path}@${r.offset}`] = (out[`${r.path}@${r.offset}`] ?? 0) + 1;
+  return out;
+}
 
 /**
  * A folder that counts what is done to its files: opens, every read with its range. A ZIP directory
@@ -70,13 +102,50 @@ describe('one pass over input and output (a torch convert)', () => {
 
     expect(Object.fromEntries(folder.opens)).toEqual({ 'model.pt': 1 });
     expect(folder.touching('model.pt', bytes.byteLength - 22, bytes.byteLength)).toBe(1);
-    // The scan runs data.pkl in scan mode and the reader in load mode: two runs, one read each
-    // (one run needs the scan's value to be assembled; docs/architecture.md lists it as left).
-    // The scan runs data.pkl in scan mode and the reader in load mode: two runs, each one read of
-    // its bytes (one run needs the scan's value to be assembled; docs/architecture.md lists it as left).
+    // One run of data.pkl (the scan's, whose value the reader assembles) and one read of its bytes;
+    // before the scan captured its run for the reader, it ran (and was read) twice.
+    expect(runsOf((p) => p.endsWith('/data.pkl'))).toEqual({ [`${pkl.name}@0`]: 1 });
     const pickleReads = folder.reads.filter((x) => x.length === pkl.compressedSize && x.offset > pkl.localHeaderOffset && x.offset < pkl.localHeaderOffset + 30 + 2 * pkl.name.length + 64);
-    expect(pickleReads).toHaveLength(2);
+    expect(pickleReads).toHaveLength(1);
     // Validation, the shape check and --verify share one open of the written file.
     expect(Object.fromEntries(target.folder!.opens)).toEqual({ 'out.safetensors': 1 });
+  });
+
+  it('a legacy torch file: each of its five pickles runs once', async () => {
+    const bytes = new Uint8Array(await readFile(LEGACY));
+    const input = new FolderContext(new MemoryFolder([['legacy.pt', bytes]]), 'legacy.pt');
+    const r = await convert({ input, target: new MemoryTarget('out.safetensors'), verify: true });
+    await input.close();
+    expect(r.from).toBe('torch-legacy');
+    const counted = runsOf((p) => p === 'legacy.pt');
+    expect(Object.keys(counted)).toHaveLength(5);
+    expect(Object.values(counted)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('a sharded pytorch_model-*.bin folder: each shard opened once, its data.pkl run once', async () => {
+    const files: Array<[string, Uint8Array]> = [];
+    for (const f of await readdir(SHARDED)) files.push([f, new Uint8Array(await readFile(join(SHARDED, f)))]);
+    const folder = new CountingFolder(new MemoryFolder(files, 'tied-sharded'));
+    const input = new FolderContext(folder, null, { codec: nodeZlibCodec });
+    const r = await convert({ input, target: new MemoryTarget('out.safetensors') });
+    await input.close();
+    expect(r.from).toBe('torch-sharded');
+    const shards = files.map(([f]) => f).filter((f) => f.endsWith('.bin'));
+    expect(shards).toHaveLength(5);
+    for (const s of shards) expect(folder.opens.get(s), s).toBe(1);
+    const counted = runsOf((p) => p.endsWith('/data.pkl'));
+    expect(Object.keys(counted)).toHaveLength(5);
+    expect(Object.values(counted)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('a refusal still names every offending global, from that one run, and assembles nothing', async () => {
+    const file = join(REPO, 'fixtures/torch-objects/hostile-payloads.pt');
+    const input = new FolderContext(new MemoryFolder([['hostile.pt', new Uint8Array(await readFile(file))]]), 'hostile.pt', { codec: nodeZlibCodec });
+    const target = new MemoryTarget('out.safetensors');
+    const e = await convert({ input, target }).catch((x: unknown) => x);
+    await input.close();
+    expect(e).toMatchObject({ code: 'PickleDisallowedGlobal', message: expect.stringMatching(/posix\.system.*socket\.create_connection|socket\.create_connection.*posix\.system/) });
+    expect(target.written.size).toBe(0);
+    expect(Object.values(runsOf((p) => p.endsWith('/data.pkl')))).toEqual([1]);
   });
 });

@@ -5,6 +5,8 @@ import type { PickleLimits } from './pickle/limits.ts';
 import { DEFAULT_MAX_PICKLE_BYTES, runPickleAt } from './pickle/stream.ts';
 import { isContainer, type PyValue } from './pickle/values.ts';
 import { npyPickleOffset } from './scan-npy.ts';
+import type { CapturedRun, PickleCapture } from './torch/captured.ts';
+import { objectMode } from './torch/extract-objects.ts';
 import { dtypeInfo } from './torch/dtypes.ts';
 import { LEGACY_MAGIC } from './torch/legacy-format.ts';
 import { StorageTable } from './torch/persistent.ts';
@@ -135,6 +137,11 @@ export interface CheckpointScanOptions extends ScanOptions {
   zipCodec?: DeflateCodec;
   /** The source's ZIP directory when the caller parsed it already (one parse for the scan and the reader). */
   archive?: ZipArchive;
+  /**
+   * Run the pickles a reader assembles (a torch ZIP's data.pkl, a legacy stream's five) in the
+   * reader's configuration and leave their values here, so an open runs each pickle once.
+   */
+  capture?: PickleCapture;
 }
 
 /**
@@ -196,14 +203,21 @@ async function scanTar(source: ByteSource, report: Report, opts: ScanOptions): P
 async function scanPickleStream(source: ByteSource, report: Report, opts: CheckpointScanOptions, depth: number): Promise<boolean> {
   const storages = new StorageTable('any');
   const name = opts.path ?? source.name;
+  const capture = depth === 0 ? opts.capture : undefined;
+  const runs: CapturedRun[] = [];
+  // the object pickle's storages, when it runs as the legacy reader runs it
+  let objectStorages: StorageTable | undefined;
   let pos = 0;
   let legacy = false;
   let n = 0;
   let keys: PyValue | undefined;
   while (pos < source.size && !(legacy && n === 5)) {
+    const capturing = capture !== undefined && legacy && n === 3;
+    const table = capturing ? (objectStorages = new StorageTable('legacy', true)) : storages;
     const r = await runPickleAt(source, pos, {
-      mode: 'scan', persistentLoad: storages.load, ...optional(opts), path: name,
+      mode: 'scan', persistentLoad: table.load, ...optional(opts), path: name,
       ...(opts.maxPickleBytes ? { maxPickleBytes: opts.maxPickleBytes } : {}),
+      ...(capturing ? objectMode(capture) : {}),
     });
     if (r.value === undefined && n === 0) {
       const failedAt = r.findings.at(-1)?.offset;
@@ -224,12 +238,14 @@ async function scanPickleStream(source: ByteSource, report: Report, opts: Checkp
     report.add(r);
     n++;
     if (r.value === undefined) return legacy;
+    runs.push({ value: r.value, end: r.end, globals: r.globals });
     if (n === 1 && r.value === LEGACY_MAGIC) legacy = true;
     if (n === 5) keys = r.value;
     pos = r.end;
   }
   if (legacy && n === 5) {
-    const end = await legacyStorages(source, pos, storages, keys);
+    if (capture && objectStorages) capture.pickles = { runs, storages: objectStorages };
+    const end = await legacyStorages(source, pos, objectStorages ?? storages, keys);
     if (end !== null && end < source.size) await trailing(source, end, report, opts, depth, 'after the last storage', true);
     if (end === null) report.finding({ code: 'TorchInvalidCheckpoint', message: `${name}: the storage records after the pickles do not match what the pickles declare`, offset: pos, path: name });
   }
@@ -252,7 +268,8 @@ async function trailing(source: ByteSource, at: number, report: Report, opts: Ch
   });
   if (depth + 1 >= MAX_DEPTH) return true;
   const inner = new SliceSource(source, at, source.size - at, `${name}@${at}`);
-  await scanSource(inner, report, { ...opts, path: `${name}@${at}` }, depth + 1);
+  const { capture: _outer, ...rest } = opts;
+  await scanSource(inner, report, { ...rest, path: `${name}@${at}` }, depth + 1);
   return true;
 }
 
@@ -277,17 +294,31 @@ async function scanZip(source: ByteSource, report: Report, opts: CheckpointScanO
   const layout = torchLayout(zip.entries);
   const name = opts.path ?? source.name;
   for (const f of layout.findings) report.finding({ ...f, path: f.path ?? name });
+  const dataPkl = opts.capture && layout.torch ? layout.get('data.pkl') : undefined;
   for (const e of zip.entries) {
     if (e.name.endsWith('/')) continue;
     const first = await zip.readPrefix(e, 6);
     const npy = startsWithNpyMagic(first);
     // torch reads its storages as raw numbers; numpy would still read one that is a .npy
     if (!npy && layout.isStorage(e)) continue;
-    await scanMember(zip, e, first, npy, report, opts);
+    await scanMember(zip, e, first, npy, report, opts, e === dataPkl ? opts.capture : undefined);
   }
 }
 
-async function scanMember(zip: ZipArchive, e: ZipEntry, first: Uint8Array, npy: boolean, report: Report, opts: CheckpointScanOptions): Promise<void> {
+/**
+ * data.pkl run as the ZIP reader runs it (its storage layout, its mode's resolver), in scan mode:
+ * with no finding its value is the reader's. Pickles after its STOP are scanned as any member's.
+ */
+function captureMember(bytes: Uint8Array, report: Report, opts: ScanOptions, capture: PickleCapture): void {
+  const storages = new StorageTable('zip', true);
+  const r = runPickle(bytes, 0, { mode: 'scan', persistentLoad: storages.load, ...optional(opts), ...objectMode(capture) });
+  report.add(r);
+  if (r.value === undefined) return;
+  capture.pickles = { runs: [{ value: r.value, end: r.end, globals: r.globals }], storages, memberBytes: bytes.byteLength };
+  if (r.end < bytes.length) scanStream(bytes, r.end, report, opts);
+}
+
+async function scanMember(zip: ZipArchive, e: ZipEntry, first: Uint8Array, npy: boolean, report: Report, opts: CheckpointScanOptions, capture?: PickleCapture): Promise<void> {
   const max = opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES;
   const memberOpts = { ...opts, path: e.name };
   if (npy) {
@@ -306,7 +337,9 @@ async function scanMember(zip: ZipArchive, e: ZipEntry, first: Uint8Array, npy: 
     if (!r.truncated && !isPickle(r, typeof failedAt === 'number' ? window[failedAt] : undefined)) return;
   }
   if (e.uncompressedSize > max) throw new TensorportError('PickleLimitExceeded', `${e.name} is ${e.uncompressedSize} bytes; the limit is ${max} (option maxPickleBytes)`, { path: e.name });
-  scanStream(await zip.readPrefix(e, e.uncompressedSize), 0, report, memberOpts);
+  const bytes = await zip.readPrefix(e, e.uncompressedSize);
+  if (capture) captureMember(bytes, report, memberOpts, capture);
+  else scanStream(bytes, 0, report, memberOpts);
 }
 
 /** numpy's allow_pickle load has no header size limit; ours is 1 MiB (a longer header is a finding). */

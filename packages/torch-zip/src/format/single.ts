@@ -1,6 +1,7 @@
 import { detectFormat, TensorportError, toFinding, type Context, type Finding, type ValidationReport, type ZipArchive } from '@tensorport/core';
 import { allowedGlobals } from '../torch/allowlist.ts';
 import { scanCheckpoint, type ScanReport } from '../scan.ts';
+import type { PickleCapture } from '../torch/captured.ts';
 import type { TorchCheckpoint } from '../torch/assemble.ts';
 import { openTorchCheckpoint, type OpenTorchOptions } from '../torch/open.ts';
 import { MAX_MODEL_CONFIG_BYTES, tiedWeightsFromJson, type TiedWeightsConfig } from '../torch/tied.ts';
@@ -37,10 +38,13 @@ async function sharedArchive(ctx: Context, file?: string): Promise<{ archive?: Z
   return archive ? { archive } : {};
 }
 
-/** Scans a file's pickles (never running them): the report `tensorport scan` prints. */
-export async function scanContext(ctx: Context, file?: string): Promise<ScanReport> {
+/**
+ * Scans a file's pickles (never running them): the report `tensorport scan` prints. With
+ * `capture`, the pickles a reader assembles run in its configuration and are left there.
+ */
+export async function scanContext(ctx: Context, file?: string, capture?: PickleCapture): Promise<ScanReport> {
   const source = await ctx.source(file);
-  return scanCheckpoint(source, { path: source.name, ...(ctx.codec ? { zipCodec: ctx.codec } : {}), ...(await sharedArchive(ctx, file)) });
+  return scanCheckpoint(source, { path: source.name, ...(ctx.codec ? { zipCodec: ctx.codec } : {}), ...(await sharedArchive(ctx, file)), ...(capture ? { capture } : {}) });
 }
 
 /** The globals of a scan that are not on the allowlist, `module.name`. */
@@ -49,26 +53,32 @@ export function disallowedGlobals(report: ScanReport): string[] {
   return report.globals.filter((g) => !allowed.has(g));
 }
 
-function unsafe(path: string, scan: ScanReport): TensorportError {
-  const bad = disallowedGlobals(scan);
+/** In extraction mode foreign names are let through, so the refusal is the first other finding. */
+function unsafe(path: string, scan: ScanReport, allowObjects: boolean): TensorportError {
+  const bad = allowObjects ? [] : disallowedGlobals(scan);
   if (bad.length > 0) {
     return new TensorportError('PickleDisallowedGlobal', `${path} is unsafe: its pickle references ${bad.join(', ')} (run 'tensorport scan ${path}' for every finding)`, { path });
   }
-  const first = scan.findings[0]!;
+  const first = (allowObjects ? scan.findings.find((f) => f.code !== 'PickleDisallowedGlobal') : undefined) ?? scan.findings[0]!;
   return new TensorportError(first.code as 'PickleInvalid', `${path} is unsafe: ${first.message}`, { path });
 }
 
 /**
- * The scan-before-open policy: a file is scanned first, so a refusal names every offending global
- * (the reader would stop at the first) and nothing is assembled from an unsafe file.
+ * The scan-before-open policy, in one pass: the scan runs the pickles the reader assembles (in the
+ * reader's configuration, carrying on past a disallowed global with an inert placeholder), so a
+ * refusal names every offending global, nothing is assembled from an unsafe file, and the reader
+ * assembles the scan's values instead of running the pickles a second time.
  */
 export async function openTorchFile(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<TorchCheckpoint> {
-  const scan = await scanContext(ctx, file);
+  const capture: PickleCapture = { allowObjects: options?.allowObjects === true };
+  const scan = await scanContext(ctx, file, capture);
   // extraction mode lets foreign names through (as placeholders), never any other finding
-  const onlyForeign = options?.allowObjects === true && scan.verdict === 'unsafe' && scan.findings.every((f) => f.code === 'PickleDisallowedGlobal');
-  if (!scan.safe && !onlyForeign) throw unsafe(ctx.path(file), scan);
+  const onlyForeign = capture.allowObjects && scan.verdict === 'unsafe' && scan.findings.every((f) => f.code === 'PickleDisallowedGlobal');
+  if (!scan.safe && !onlyForeign) throw unsafe(ctx.path(file), scan, capture.allowObjects);
   const tiedWeights = await tiedWeightsIn(ctx);
-  return openTorchCheckpoint(await ctx.source(file), { ...readerOptions(ctx, options), ...(await sharedArchive(ctx, file)), ...(tiedWeights ? { tiedWeights } : {}) });
+  return openTorchCheckpoint(await ctx.source(file), {
+    ...readerOptions(ctx, options), ...(await sharedArchive(ctx, file)), ...(tiedWeights ? { tiedWeights } : {}), ...(capture.pickles ? { captured: capture.pickles } : {}),
+  });
 }
 
 /** The model's config.json beside the checkpoint settles how tied weights are written (transformers' rule, torch/tied.ts). */

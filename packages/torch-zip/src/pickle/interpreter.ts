@@ -473,8 +473,11 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
  */
 export function loadPickle(bytes: Uint8Array, opts: Omit<RunOptions, 'mode' | 'streamLength' | 'streamCapped'> = {}): { value: PyValue; globals: string[] } {
   const r = runPickle(bytes, 0, { ...opts, mode: 'load' });
-  if (r.end !== bytes.byteLength) {
-    throw new TensorportError('PickleInvalid', `${opts.path === undefined ? '' : `${opts.path}: `}${bytes.byteLength - r.end} bytes after STOP`, { offset: (opts.baseOffset ?? 0) + r.end, ...(opts.path === undefined ? {} : { path: opts.path }) });
-  }
+  if (r.end !== bytes.byteLength) throw bytesAfterStop(bytes.byteLength, r.end, opts);
   return { value: r.value!, globals: r.globals };
+}
+
+/** The refusal of bytes after a whole-member pickle's STOP (`loadPickle`, and a captured scan run). */
+export function bytesAfterStop(length: number, end: number, opts: Pick<RunOptions, 'path' | 'baseOffset'>): TensorportError {
+  return new TensorportError('PickleInvalid', `${opts.path === undefined ? '' : `${opts.path}: `}${length - end} bytes after STOP`, { offset: (opts.baseOffset ?? 0) + end, ...(opts.path === undefined ? {} : { path: opts.path }) });
 }

@@ -3,6 +3,7 @@ import type { PickleLimits } from '../pickle/limits.ts';
 import { runPickleAt } from '../pickle/stream.ts';
 import { isContainer, type PyValue } from '../pickle/values.ts';
 import { type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
+import type { CapturedPickles } from './captured.ts';
 import { assembleObjects, objectMode } from './extract-objects.ts';
 import { dtypeInfo } from './dtypes.ts';
 import { StorageTable } from './persistent.ts';
@@ -19,16 +20,21 @@ export const LEGACY_PROTOCOL_VERSION = 1001;
 export interface PickleReadOptions {
   limits?: Partial<PickleLimits>;
   maxPickleBytes?: number;
+  /** The pickles as a scan already ran them (format/single.ts): assembled without running them again. */
+  captured?: CapturedPickles;
 }
 
 export async function openLegacyCheckpoint(source: ByteSource, opts: AssembleOptions & PickleReadOptions): Promise<TorchCheckpoint> {
   const invalid = (message: string, offset?: number): TensorportError =>
     new TensorportError('TorchInvalidCheckpoint', `${source.name}: ${message}`, { path: source.name, ...(offset === undefined ? {} : { offset }) });
-  const table = new StorageTable('legacy');
+  // a capture holds all five runs, or the scan stopped early and found something to refuse
+  const captured = opts.captured?.runs.length === 5 ? opts.captured : undefined;
+  const table = captured?.storages ?? new StorageTable('legacy');
   const globals = new Set<string>();
   let pos = 0;
+  let index = 0;
   const next = async (persistent: boolean): Promise<PyValue> => {
-    const r = await runPickleAt(source, pos, {
+    const r = captured ? captured.runs[index++]! : await runPickleAt(source, pos, {
       mode: 'load', path: source.name,
       ...(opts.limits ? { limits: opts.limits } : {}),
       ...(opts.maxPickleBytes ? { maxPickleBytes: opts.maxPickleBytes } : {}),
@@ -47,6 +53,7 @@ export async function openLegacyCheckpoint(source: ByteSource, opts: AssembleOpt
   const sysInfo = await next(false);
   if (!isContainer(sysInfo) || sysInfo.kind !== 'dict') throw invalid('sys_info is not a dict');
   const root = await next(true);
+  if (table.deferred) throw table.deferred;
   const keys = await next(false);
   if (!isContainer(keys) || keys.kind !== 'list' || !keys.items.every((k) => typeof k === 'string')) throw invalid('the storage key list is not a list of str');
 

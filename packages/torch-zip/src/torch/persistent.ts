@@ -16,7 +16,13 @@ export type Layout = 'zip' | 'legacy' | 'any';
 
 export class StorageTable {
   readonly storages = new Map<string, StorageRef>();
-  constructor(private readonly layout: Layout) {}
+  /**
+   * With `defer`, a persistent id of the other layout's arity (5 for legacy, 6 for ZIP) is read as
+   * the scan reads it and its refusal kept here, so a run that scans and loads at once still names
+   * every global after it; the reader throws it when the scan found nothing else.
+   */
+  deferred: TensorportError | null = null;
+  constructor(private readonly layout: Layout, private readonly defer = false) {}
 
   readonly load = (pid: PyValue, fail: Fail): PyValue => {
     if (typeof pid !== 'object' || pid === null || pid.kind !== 'tuple') return fail(`persistent id must be a tuple, got ${typeName(pid)}`);
@@ -26,7 +32,16 @@ export class StorageTable {
       return fail(`only storage persistent ids are allowed, got ${tag}${items[0] === 'module' ? ' (a pickled nn.Module class)' : ''}`);
     }
     const arity = this.layout === 'zip' ? [5] : this.layout === 'legacy' ? [6] : [5, 6];
-    if (!arity.includes(items.length)) fail(`storage persistent id has ${items.length} items, expected ${arity.join(' or ')}`);
+    if (!arity.includes(items.length)) {
+      const message = `storage persistent id has ${items.length} items, expected ${arity.join(' or ')}`;
+      if (!this.defer || (items.length !== 5 && items.length !== 6)) fail(message);
+      try {
+        fail(message);
+      } catch (e) {
+        if (!(e instanceof TensorportError)) throw e;
+        this.deferred ??= e;
+      }
+    }
     const [, type, key, location, numel, view] = items;
     if (typeof type !== 'object' || type === null || type.kind !== 'global' || type.entry?.kind !== 'storage') {
       return fail(`storage type must be a torch storage class, got ${typeName(type ?? null)}`);

@@ -1,7 +1,9 @@
 import { checkRange, openZip, TensorportError, type ByteSource, type DeflateCodec, type ZipArchive, type ZipEntry } from '@tensorport/core';
-import { loadPickle } from '../pickle/interpreter.ts';
+import { bytesAfterStop, loadPickle } from '../pickle/interpreter.ts';
+import type { PyValue } from '../pickle/values.ts';
 import { DEFAULT_MAX_PICKLE_BYTES } from '../pickle/stream.ts';
 import { type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
+import type { CapturedPickles } from './captured.ts';
 import { assembleObjects, objectMode } from './extract-objects.ts';
 import { dtypeInfo } from './dtypes.ts';
 import type { StorageBytes } from './layout.ts';
@@ -84,9 +86,7 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
   if (byteorder !== 'little' && byteorder !== 'big') throw invalid(source, `byteorder record is ${JSON.stringify(byteorder)}, expected little or big`);
   if (!member(a, `${p}/data.pkl`)) throw invalid(source, `no ${p}/data.pkl`);
 
-  const pkl = await readMember(a, `${p}/data.pkl`, opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES);
-  const table = new StorageTable('zip');
-  const r = loadPickle(pkl, { persistentLoad: table.load, path: `${p}/data.pkl`, ...(opts.limits ? { limits: opts.limits } : {}), ...objectMode(opts) });
+  const { table, r } = opts.captured ? fromCapture(a, opts.captured) : await runDataPickle(a, opts);
 
   // Every storage's declared size against its member, before any tensor is described: torch
   // itself reads past short records and allocates whatever a long declaration says.
@@ -110,6 +110,23 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
   return assembleObjects(r.value, r.globals, (ref) => storages.get(ref.key)!, opts, {
     format: 'torch-zip', globals: r.globals, warnings, close: () => a.zip.close(),
   });
+}
+
+async function runDataPickle(a: TorchArchive, opts: ZipCheckpointOptions): Promise<{ table: StorageTable; r: { value: PyValue; globals: string[] } }> {
+  const pkl = await readMember(a, `${a.prefix}/data.pkl`, opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES);
+  const table = new StorageTable('zip');
+  const r = loadPickle(pkl, { persistentLoad: table.load, path: `${a.prefix}/data.pkl`, ...(opts.limits ? { limits: opts.limits } : {}), ...objectMode(opts) });
+  return { table, r };
+}
+
+/** data.pkl as the scan ran it, with the refusals loading it would have made (readMember, loadPickle). */
+function fromCapture(a: TorchArchive, c: CapturedPickles): { table: StorageTable; r: { value: PyValue; globals: string[] } } {
+  const name = `${a.prefix}/data.pkl`;
+  const run = c.runs[0]!;
+  if (c.memberBytes !== member(a, name)!.uncompressedSize) throw new TensorportError('TorchInvalidCheckpoint', `${name} is shorter than its directory entry says`, { path: name });
+  if (c.storages.deferred) throw c.storages.deferred;
+  if (run.end !== c.memberBytes) throw bytesAfterStop(c.memberBytes, run.end, { path: name });
+  return { table: c.storages, r: run };
 }
 
 /**
