@@ -1,29 +1,66 @@
 /**
  * MLX quantization as pipeline transforms: `convert({ transform: mlxQuantize({ bits: 4 }) })`
  * writes an MLX-quantized checkpoint in any format the registry writes. The model's config.json
- * beside the input (if any) settles per-layer parameters, as for the MLX commands.
+ * beside the input (if any) settles per-layer parameters, as for the MLX commands. A directory
+ * output is an mlx-lm model directory (layouts.ts) with the edited config.json; a file output
+ * records the defaults in `__metadata__` (safetensors), so a result with per-layer parameters is
+ * refused there.
  */
+import { TensorportError, type Checkpoint, type OutputTarget } from '@tensorport/core';
 import {
-  dequantizeCheckpoint, quantizeCheckpoint, readConfig, repackCheckpoint,
+  dequantizeCheckpoint, formatConfigJson, MLX_CONFIG_FILE, quantizeCheckpoint, readConfig, repackCheckpoint,
   type ConversionResult, type DequantizeCheckpointOptions, type QuantizeCheckpointOptions, type RepackTarget,
 } from '@tensorport/mlx';
+import { writeMlxModelLayout } from './layouts.ts';
 import type { Transform, Transformed } from './pipeline/transform.ts';
 
-function transformed(r: ConversionResult): Transformed {
-  return { tensors: r.tensors, metadata: r.metadata };
+export interface MlxTransformHooks {
+  /** Called with the conversion (its quantized layers, a repack's per-layer report) before anything is written. */
+  onResult?(result: ConversionResult): void;
 }
 
-export function mlxQuantize(options: Omit<QuantizeCheckpointOptions, 'config'> = {}): Transform {
-  return async (checkpoint, ctx) => transformed(quantizeCheckpoint(checkpoint, { ...options, config: (await readConfig(ctx)) ?? {} }));
-}
-
-export function mlxDequantize(options: Omit<DequantizeCheckpointOptions, 'config'> = {}): Transform {
+function mlxTransform(build: (checkpoint: Checkpoint, config: Record<string, unknown> | undefined) => ConversionResult, quantized: boolean, hooks: MlxTransformHooks): Transform {
   return async (checkpoint, ctx) => {
-    const config = await readConfig(ctx);
-    return transformed(dequantizeCheckpoint(checkpoint, { ...options, ...(config ? { config } : {}) }));
+    const r = build(checkpoint, await readConfig(ctx));
+    hooks.onResult?.(r);
+    const t: Transformed = {
+      tensors: r.tensors,
+      metadata: r.metadata,
+      layout: {
+        write: (tensors, metadata, target, options) => writeMlxModelLayout({ tensors, metadata, layers: r.layers }, target, options),
+        files: r.config ? [{ name: MLX_CONFIG_FILE, bytes: new TextEncoder().encode(formatConfigJson(r.config)) }] : [],
+      },
+    };
+    if (quantized) t.checkOutput = (target) => refuseMixed(r, target);
+    return t;
   };
 }
 
-export function mlxRepack(target: RepackTarget): Transform {
-  return async (checkpoint, ctx) => transformed(repackCheckpoint(checkpoint, target, { config: (await readConfig(ctx)) ?? {} }));
+/** Per-layer bits, group sizes or modes live only in config.json: a lone file would be misread later. */
+function refuseMixed(result: ConversionResult, target: OutputTarget): void {
+  if (target.directory) return;
+  const bits = result.metadata.get('quantization_bits');
+  const gs = result.metadata.get('quantization_group_size');
+  // A layer of another mode counts too: the file's defaults would be applied to it when read back.
+  const mode = result.metadata.get('quantization_mode') ?? 'affine';
+  const odd = result.layers.find((l) => l.mode !== mode || String(l.bits) !== bits || String(l.groupSize) !== gs);
+  if (odd) {
+    throw new TensorportError(
+      'InvalidOption',
+      `layer ${odd.path} is ${odd.mode} with ${odd.bits} bits/group ${odd.groupSize}, unlike the file's defaults (${bits} bits/group ${gs}, ${mode}): write to a directory (end '${target.name}' with '/') so config.json records it`,
+      { path: target.name },
+    );
+  }
+}
+
+export function mlxQuantize(options: Omit<QuantizeCheckpointOptions, 'config'> = {}, hooks: MlxTransformHooks = {}): Transform {
+  return mlxTransform((checkpoint, config) => quantizeCheckpoint(checkpoint, { ...options, config: config ?? {} }), true, hooks);
+}
+
+export function mlxDequantize(options: Omit<DequantizeCheckpointOptions, 'config'> = {}, hooks: MlxTransformHooks = {}): Transform {
+  return mlxTransform((checkpoint, config) => dequantizeCheckpoint(checkpoint, { ...options, ...(config ? { config } : {}) }), false, hooks);
+}
+
+export function mlxRepack(target: RepackTarget, hooks: MlxTransformHooks = {}): Transform {
+  return mlxTransform((checkpoint, config) => repackCheckpoint(checkpoint, target, { config: config ?? {} }), true, hooks);
 }

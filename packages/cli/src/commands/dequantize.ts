@@ -1,20 +1,23 @@
 import { Option, type Command } from 'commander';
-import { dequantize } from '../mlx/run.ts';
-import { parseBits, parseFloatDtype, parseGlobalScale, parseGroupSize, parseRounding, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
+import { dequantize } from '../mlx/commands.ts';
+import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseFloatDtype, parseGlobalScale, parseGroupSize, parseRounding, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
 
 export function registerDequantize(program: Command, io: CommandIO): void {
   program
     .command('dequantize')
     .description('Turn every MLX-quantized layer (affine, mxfp4, mxfp8, nvfp4) back into a float weight, then validate the output')
     .argument('<input>', 'an MLX model directory, a safetensors file (its config.json is read when beside it) or an MLX .npz')
-    .argument('<output>', "a .safetensors file, or a directory (existing, or ending with '/') that receives a model directory")
+    .argument('<output>', "a directory (existing, or ending with '/') that receives a model directory, or a file in any format convert writes (.safetensors, .npz, .pt)")
     .addOption(new Option('--dtype <dtype>', "output dtype: f16, bf16 or f32 (default: the scales' dtype; bf16 for the fp modes)").argParser(parseFloatDtype))
     .addOption(new Option('--bits <n>', 'bits, for files whose shapes fit several settings and that carry no config.json').argParser(parseBits))
     .addOption(new Option('--group-size <n>', 'group size, likewise').argParser(parseGroupSize))
     .option('--mode <mode>', 'affine, mxfp4, mxfp8 or nvfp4, likewise')
     .addOption(new Option('--rounding <kernel>', "whose arithmetic to reproduce for mxfp4/mxfp8/nvfp4: gpu (MLX's Metal kernel) or cpu (its CPU op graph)").argParser(parseRounding).default('gpu'))
     .addOption(new Option('--global-scale <x>', 'nvfp4: the global scale the weights were quantized with (mlx-lm does not record it)').argParser(parseGlobalScale))
-    .option('--force', 'replace existing output files')
+    .addOption(forceOption())
+    .addOption(noFsyncOption())
+    .addOption(verifyOption())
+    .addOption(toOption())
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
@@ -27,12 +30,12 @@ Examples:
   $ tensorport dequantize ./Llama-3.2-1B-4bit/ ./Llama-3.2-1B-bf16/
   $ tensorport dequantize q.safetensors f32.safetensors --dtype f32 --bits 4 --group-size 64`,
     )
-    .action(async (input: string, output: string, opts: { dtype?: 'F16' | 'BF16' | 'F32'; bits?: number; groupSize?: number; mode?: string; rounding: 'gpu' | 'cpu'; globalScale?: number; force?: boolean; json?: boolean }) => {
+    .action(async (input: string, output: string, opts: { dtype?: 'F16' | 'BF16' | 'F32'; bits?: number; groupSize?: number; mode?: string; rounding: 'gpu' | 'cpu'; globalScale?: number; json?: boolean } & OutputFlags) => {
       const bar = progress(io, opts.json, 'dequantizing');
       const r = await dequantize({
         input,
         output,
-        force: opts.force === true,
+        ...outputFlags(opts),
         ...(opts.dtype ? { dtype: opts.dtype } : {}),
         ...(opts.bits === undefined ? {} : { bits: opts.bits }),
         ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }),

@@ -1,8 +1,8 @@
 /** Option parsers and output shared by the MLX commands (quantize, dequantize, repack). */
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 import { isAbsolute, relative } from 'node:path';
 import { AFFINE_BITS, AFFINE_GROUP_SIZES, type AffineVariant, type FloatDType } from '@tensorport/mlx';
-import type { MlxCommandResult } from '../mlx/run.ts';
+import type { MlxCommandResult } from '../mlx/commands.ts';
 import { ProgressBar, type ProgressStream } from '../progress.ts';
 import { describeFinding, escapeTerminal } from '../report.ts';
 import { formatBytes } from '../size.ts';
@@ -42,6 +42,24 @@ export function parseFloatDtype(value: string): FloatDType {
   return v;
 }
 
+/** The output flags convert has, with the same meaning: the MLX commands are convert with a transform. */
+export interface OutputFlags {
+  force?: boolean;
+  /** false with --no-fsync. */
+  fsync: boolean;
+  verify?: boolean;
+  to?: string;
+}
+
+export const forceOption = (): Option => new Option('--force', 'replace existing output files, and remove stale shards of the output directory (in the same all-or-nothing commit)');
+export const noFsyncOption = (): Option => new Option('--no-fsync', 'skip fsync before the final rename: faster, but a power loss right after may leave an empty output');
+export const verifyOption = (): Option => new Option('--verify', 're-read the output and diff its values bit for bit against what was computed (off by default: about doubles the write time)');
+export const toOption = (): Option => new Option('--to <format>', 'output format of a file output (default: from its extension, else safetensors)').choices(['safetensors', 'npz', 'torch']);
+
+export function outputFlags(opts: OutputFlags): { force: boolean; fsync: boolean; verify?: boolean; to?: string } {
+  return { force: opts.force === true, fsync: opts.fsync !== false, ...(opts.verify ? { verify: true } : {}), ...(opts.to ? { to: opts.to } : {}) };
+}
+
 /** A byte progress bar on stderr for human output; none with --json. */
 export function progress(io: CommandIO, json: boolean | undefined, label: string): { onProgress?: (done: number, total: number) => void; finish: () => void } {
   if (json) return { finish: () => undefined };
@@ -64,7 +82,7 @@ function shortPath(path: string): string {
 export function printWritten(io: CommandIO, r: MlxCommandResult): void {
   for (const w of r.warnings) io.stderr.write(`tensorport: warning: ${describeFinding(w)}\n`);
   const files = r.files.length - r.copied.length;
-  io.stdout.write(`wrote ${files} file${files === 1 ? '' : 's'} (${r.tensors} tensor${r.tensors === 1 ? '' : 's'}, ${formatBytes(r.bytes)}), validated:\n`);
+  io.stdout.write(`wrote ${files} file${files === 1 ? '' : 's'} (${r.tensors} tensor${r.tensors === 1 ? '' : 's'}, ${formatBytes(r.bytes)}), validated${r.verified ? ' and diffed equal' : ''}:\n`);
   for (const f of r.files.slice(0, files)) io.stdout.write(`  ${escapeTerminal(shortPath(f))}\n`);
   if (r.copied.length > 0) io.stdout.write(`copied from the input model: ${escapeTerminal(r.copied.join(', '))}\n`);
 }

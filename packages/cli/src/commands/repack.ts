@@ -1,19 +1,22 @@
 import { Option, type Command } from 'commander';
-import { repack } from '../mlx/run.ts';
+import { repack } from '../mlx/commands.ts';
 import { table } from '../table.ts';
 import { escapeTerminal } from '../report.ts';
-import { parseBits, parseGroupSize, parseRounding, printWritten, progress, type CommandIO } from './mlx-common.ts';
+import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseGroupSize, parseRounding, printWritten, progress, type CommandIO } from './mlx-common.ts';
 
 export function registerRepack(program: Command, io: CommandIO): void {
   program
     .command('repack')
     .description('Change the bits and group size of an MLX affine-quantized checkpoint; reports the error of every lossy layer')
     .argument('<input>', 'an MLX model directory, a safetensors file (its config.json is read when beside it) or an MLX .npz')
-    .argument('<output>', "a .safetensors file, or a directory (existing, or ending with '/') that receives a model directory")
+    .argument('<output>', "a directory (existing, or ending with '/') that receives a model directory, or a file in any format convert writes (.safetensors, .npz, .pt)")
     .addOption(new Option('--bits <n>', 'new bits: 2, 3, 4, 5, 6 or 8').argParser(parseBits).makeOptionMandatory())
     .addOption(new Option('--group-size <n>', 'new group size: 32, 64 or 128').argParser(parseGroupSize).makeOptionMandatory())
     .addOption(new Option('--rounding <kernel>', 'rounding of re-quantized layers: gpu or cpu').argParser(parseRounding).default('gpu'))
-    .option('--force', 'replace existing output files')
+    .addOption(forceOption())
+    .addOption(noFsyncOption())
+    .addOption(verifyOption())
+    .addOption(toOption())
     .option('--json', 'print the result and the per-layer report as JSON')
     .addHelpText(
       'after',
@@ -26,9 +29,9 @@ Examples:
   $ tensorport repack ./model-4bit/ ./model-8bit-g32/ --bits 8 --group-size 32    # lossless
   $ tensorport repack ./model-8bit/ ./model-4bit/ --bits 4 --group-size 64        # lossy, error reported`,
     )
-    .action(async (input: string, output: string, opts: { bits: number; groupSize: number; rounding: 'gpu' | 'cpu'; force?: boolean; json?: boolean }) => {
+    .action(async (input: string, output: string, opts: { bits: number; groupSize: number; rounding: 'gpu' | 'cpu'; json?: boolean } & OutputFlags) => {
       const bar = progress(io, opts.json, 'repacking');
-      const r = await repack({ input, output, bits: opts.bits, groupSize: opts.groupSize, rounding: opts.rounding, force: opts.force === true, ...(bar.onProgress ? { onProgress: bar.onProgress } : {}) }).finally(bar.finish);
+      const r = await repack({ input, output, bits: opts.bits, groupSize: opts.groupSize, rounding: opts.rounding, ...outputFlags(opts), ...(bar.onProgress ? { onProgress: bar.onProgress } : {}) }).finally(bar.finish);
       if (opts.json) {
         io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
         return;

@@ -1,20 +1,57 @@
-import { readdir, stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { constants } from 'node:fs';
+import { open as openFile, readdir, realpath, stat } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { FolderContext, isRemoteInput, openRemote, remoteOptionsFromEnv, TensorportError, type ByteSource, type Checkpoint, type Context, type Finding, type Folder, type RemoteOptions } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
 import { openInput, type PipelineOptions } from '../pipeline/open.ts';
 import type { AnyFormat } from '../registry.ts';
+import { tooBig, type CarryingFolder, type CarryRead } from '../model-files.ts';
 
-/** A directory on disk. `typed` keeps the input file's name as the user spelled it (messages, source names). */
-export class NodeFolder implements Folder {
+/**
+ * A directory on disk. `typed` keeps the input file's name as the user spelled it (messages, source
+ * names); `only`, when given, is every name the folder shows (a written output read back without
+ * the other files of its directory).
+ */
+export class NodeFolder implements CarryingFolder {
   constructor(
     readonly name: string,
     private readonly typed: ReadonlyMap<string, string> = new Map(),
+    private readonly only: ReadonlySet<string> | null = null,
   ) {}
 
   async list(): Promise<readonly string[]> {
     const entries = await readdir(this.name, { withFileTypes: true });
-    return entries.filter((e) => e.isFile() || e.isSymbolicLink()).map((e) => e.name).sort();
+    return entries.filter((e) => (e.isFile() || e.isSymbolicLink()) && (this.only === null || this.only.has(e.name))).map((e) => e.name).sort();
+  }
+
+  async entries(): Promise<readonly string[]> {
+    return (await readdir(this.name)).filter((n) => this.only === null || this.only.has(n)).sort();
+  }
+
+  /**
+   * A side file of a model directory, read only when it is a regular file whose real path stays
+   * inside this directory (or, for a Hugging Face cache snapshot, inside that repository's `blobs/`,
+   * where the snapshot's links point): a link to a token, `/proc/self/environ`, a device or a FIFO
+   * is skipped and named. Opened without following links and without blocking, and checked again
+   * through the handle, so a swap after the check reads nothing.
+   */
+  async carry(name: string, maxBytes: number): Promise<CarryRead> {
+    const root = await realpath(this.name);
+    // <cache>/models--org--name/snapshots/<revision>/file -> ../../blobs/<hash>
+    const blobs = basename(dirname(root)) === 'snapshots' ? join(dirname(dirname(root)), 'blobs') : null;
+    const real = await realpath(this.path(name)).catch(() => null);
+    if (real === null) return { skipped: 'it is a dangling link' };
+    if (!within(root, real) && !(blobs !== null && dirname(real) === blobs)) return { skipped: `it resolves to ${real}, outside the input directory` };
+    const fh = await openFile(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+    if (fh === null) return { skipped: `cannot open ${real}` };
+    try {
+      const st = await fh.stat();
+      if (!st.isFile()) return { skipped: 'it is not a regular file' };
+      if (st.size > maxBytes) return { skipped: tooBig(st.size, maxBytes) };
+      return { bytes: await fh.readFile() };
+    } finally {
+      await fh.close();
+    }
   }
 
   async size(name: string): Promise<number | null> {
@@ -29,6 +66,11 @@ export class NodeFolder implements Folder {
   path(name: string): string {
     return this.typed.get(name) ?? join(this.name, name);
   }
+}
+
+function within(root: string, real: string): boolean {
+  const rel = relative(root, real);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel);
 }
 
 let remoteSettings: RemoteOptions = {};

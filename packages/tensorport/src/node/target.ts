@@ -1,8 +1,8 @@
-import { lstat, mkdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
-import { TensorportError, type ByteSink, type Context } from '@tensorport/core';
-import { FileSink, nodeZlibCodec, sameFile } from '@tensorport/core/node';
-import { pathContext } from './folder.ts';
+import { FolderContext, TensorportError, type ByteSink, type Context, type OutputTarget } from '@tensorport/core';
+import { CommitGroup, FileSink, nodeZlibCodec, sameFile } from '@tensorport/core/node';
+import { NodeFolder, pathContext } from './folder.ts';
 
 export interface FileTargetOptions {
   /** Replace existing outputs (never an input). */
@@ -12,19 +12,30 @@ export interface FileTargetOptions {
 }
 
 /**
+ * Weight files a loader picks up from a directory by pattern (mlx-lm loads every model*.safetensors,
+ * transformers an index or model.safetensors, diffusers/PEFT their own shard names): one left over
+ * from an older write would be read with the new ones.
+ */
+const WEIGHT_FILE = /^model.*\.safetensors$|-\d+-of-\d+\.safetensors$|\.safetensors\.index\.json$/;
+
+/**
  * The output policy on disk, one for every writer: a path ending in a separator or naming an
  * existing directory receives the format's file names, anything else is exactly one file; inputs
  * are never replaced (SameInputOutput, also through links and other spellings), existing outputs
- * are refused without force (OutputExists), files appear only on commit (FileSink: temp file,
- * fsync, rename), and `rollback` removes what a later check refused, with the directory if this
+ * are refused without force (OutputExists), and so are weight files of an older write that this one
+ * would not replace (removed with force, after the commit); files appear only on commit (FileSink:
+ * temp file, fsync, rename), a directory's files as one journaled commit group (core's
+ * commit-group.ts), and `rollback` removes what a later check refused, with the directory if this
  * target created it.
  */
-export class FileTarget {
+export class FileTarget implements OutputTarget {
   readonly codec = nodeZlibCodec;
   /** Absolute path of the output. */
   readonly path: string;
   private inputs: readonly string[] = [];
-  private shadows: readonly string[] = [];
+  private readonly planned = new Set<string>();
+  private readonly shadows = new Set<string>();
+  private group: CommitGroup | null = null;
   private createdDir = false;
 
   private constructor(
@@ -62,12 +73,26 @@ export class FileTarget {
       }
     }
     if (!this.directory) return;
-    this.shadows = shadows;
-    if (this.options.force !== true) {
-      for (const p of [...outs, ...shadows.map((s) => join(this.path, s))]) {
-        if (await exists(p)) throw new TensorportError('OutputExists', `${p} already exists (use --force to replace it)`, { path: p });
+    for (const f of files) this.planned.add(f);
+    const present = await readdir(this.path).catch(() => [] as string[]);
+    const shadowing = shadows.filter((s) => present.includes(s) && !this.planned.has(s));
+    const stale = present.filter((n) => WEIGHT_FILE.test(n) && !this.planned.has(n) && !shadowing.includes(n)).sort();
+    for (const s of [...shadowing, ...stale]) {
+      for (const input of this.inputs) {
+        if (await sameFile(input, join(this.path, s))) throw new TensorportError('SameInputOutput', `writing into ${this.path} would remove the input ${input}`, { path: input });
       }
     }
+    if (this.options.force !== true) {
+      for (const p of [...outs, ...shadowing.map((s) => join(this.path, s))]) {
+        if (await exists(p)) throw new TensorportError('OutputExists', `${p} already exists (use --force to replace it)`, { path: p });
+      }
+      if (stale.length > 0) {
+        const first = join(this.path, stale[0]!);
+        const others = stale.length > 1 ? ` (so do ${stale.slice(1).join(', ')})` : '';
+        throw new TensorportError('OutputExists', `${first} already exists and would be loaded with the new weights${others}: use --force to remove them with this write`, { path: first });
+      }
+    }
+    for (const s of [...shadowing, ...stale]) this.shadows.add(s);
     if (!(await exists(this.path))) {
       await mkdir(this.path, { recursive: true }).catch((e: unknown) => {
         throw new TensorportError('IoError', `cannot create directory ${this.path}: ${(e as Error).message}`, { path: this.path, cause: e });
@@ -77,11 +102,15 @@ export class FileTarget {
   }
 
   create(file: string): Promise<ByteSink> {
-    return FileSink.create(this.locate(file), { force: this.options.force === true, fsync: this.options.fsync !== false });
+    // One journaled group per directory: a crash in the middle of its renames is rolled back by the next run.
+    if (this.directory) this.group ??= new CommitGroup();
+    return FileSink.create(this.locate(file), { force: this.options.force === true, fsync: this.options.fsync !== false, ...(this.group ? { group: this.group } : {}) });
   }
 
+  /** Removes the shadowing entries and stale weight files named in `prepare`. */
   async settle(): Promise<void> {
     for (const s of this.shadows) await unlink(join(this.path, s)).catch(() => undefined);
+    this.shadows.clear();
   }
 
   async rollback(files: readonly string[]): Promise<void> {
@@ -89,8 +118,10 @@ export class FileTarget {
     if (this.createdDir) await rmdir(this.path).catch(() => undefined);
   }
 
-  reopen(): Promise<Context> {
-    return pathContext(this.directory ? this.path : this.path);
+  /** The written files alone (a directory's other entries, stale ones included, are not read back). */
+  async reopen(files: readonly string[]): Promise<Context> {
+    if (!this.directory) return pathContext(this.path);
+    return new FolderContext(new NodeFolder(this.path, new Map(), new Set(files)), null, { codec: nodeZlibCodec, name: this.path });
   }
 }
 

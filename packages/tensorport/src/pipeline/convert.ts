@@ -6,6 +6,8 @@ import type { NpzFormatWriteOptions } from '@tensorport/npz';
 import type { SafetensorsWriteOptions } from '@tensorport/core';
 import { defaultRegistry, type AnyFormat } from '../registry.ts';
 import { fromGguf, toGguf } from '../gguf.ts';
+import { carriedFiles } from '../model-files.ts';
+import { HeldTarget } from './held-target.ts';
 import { openInput, type PipelineOptions } from './open.ts';
 import type { Transform, Transformed } from './transform.ts';
 
@@ -16,7 +18,7 @@ export interface WriteOptionsByFormat {
   [format: string]: unknown;
 }
 
-export type { Transform, Transformed } from './transform.ts';
+export type { DirectoryLayout, SideFile, Transform, Transformed } from './transform.ts';
 
 export interface ConvertOptions extends PipelineOptions {
   input: Context;
@@ -30,6 +32,8 @@ export interface ConvertOptions extends PipelineOptions {
   write?: WriteOptionsByFormat;
   /** Re-read the written output and diff it bit for bit against the input (costs about +120% of the conversion time). */
   verify?: boolean;
+  /** A directory output gets the input model directory's config.json, tokenizer and other side files (default true; model-files.ts). */
+  carry?: boolean;
   /** GGUF input or output without a `transform`: how blocks are read back or which ggml type is written. */
   gguf?: { type?: string; keepBlocks?: boolean };
   onProgress?: (done: number, total: number) => void;
@@ -38,8 +42,10 @@ export interface ConvertOptions extends PipelineOptions {
 export interface ConvertReport {
   from: string;
   to: string;
-  /** Every file written, as the target locates them; each was re-read and validated. */
+  /** Every file written, as the target locates them: the tensors' files (each re-read and validated), then the side files. */
   files: string[];
+  /** Side files copied unchanged from the input model directory (names; also in `files`). */
+  copied: string[];
   tensors: number;
   /** Bytes written, all files together. */
   bytes: number;
@@ -68,41 +74,60 @@ export function writerFor(to: string, options: PipelineOptions = {}): AnyFormat 
 /**
  * load, transform, save, check: opens the input once (its format by content), casts when asked,
  * writes through the target's output policy, then reads the output back once (validation, the
- * written names/dtypes/shapes, and with `verify` every value). All or nothing: when a check fails,
- * what was written is rolled back.
+ * written names/dtypes/shapes, and with `verify` every value). A directory output also gets the
+ * input model directory's side files (config.json, tokenizer…, model-files.ts) and the transform's
+ * own. All or nothing: the writer's files, the side files and the removal of stale weight files are
+ * one commit, settled only after the checks; when one fails, every file is put back as it was.
  */
 export async function convert(options: ConvertOptions): Promise<ConvertReport> {
   const writer = writerFor(options.to ?? 'safetensors', options);
   const requested = castTarget(options.dtype);
   // A GGUF output's types are the transform's (norms stay F32), not a cast's.
   const dtype = writer.name === 'gguf' ? undefined : requested;
-  const { input: ctx, target } = options;
+  const { input: ctx } = options;
   const { checkpoint, warnings } = await openInput(ctx, options);
-  let written: string[] = [];
+  let target: HeldTarget | null = null;
   try {
-    target.protect(inputFiles(ctx, checkpoint));
+    options.target.protect(inputFiles(ctx, checkpoint));
     const transform = options.transform ?? ggufBridge(checkpoint, writer.name, { ...options.gguf, ...(requested ? { dtype: requested } : {}) });
     const loaded: Transformed = transform ? await transform(checkpoint, ctx) : checkpoint;
     warnings.push(...(transform ? (loaded.warnings ?? []) : []));
+    const own: Partial<Transformed> = transform ? loaded : {};
+    own.checkOutput?.(options.target, writer.name);
     const tensors = dtype === undefined ? [...loaded.tensors] : castTensors(loaded.tensors, dtype);
     const cast = dtype === undefined ? 0 : loaded.tensors.filter((t) => t.dtype !== dtype && isCastable(t.dtype)).length;
     if (dtype !== undefined) warnings.push(...keptDtypes(loaded.tensors, dtype));
-    const result = await writer.write!(tensors, loaded.metadata, target, {
-      // transformers refuses (or crashes on) safetensors without `format` (issue 11 item 13)
-      ...(writer.name === 'safetensors' ? { defaultMetadata: DEFAULT_SAFETENSORS_METADATA } : {}),
-      ...((options.write?.[writer.name] as object | undefined) ?? {}),
-      ...(transform ? (loaded.write ?? {}) : {}),
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    });
-    written = result.files;
+    const layout = options.target.directory && writer.name === 'safetensors' ? own.layout : undefined;
+    const made = [...(layout?.files ?? []), ...(own.files ?? [])];
+    if (!options.target.directory && own.files?.length) {
+      warnings.push({ code: 'SideFilesSkipped', message: `${own.files.map((f) => f.name).join(', ')} not written: the output is one file; give a directory (ending with '/') to get them`, path: options.target.name });
+    }
+    const carried = options.target.directory && options.carry !== false ? await carriedFiles(ctx, warnings, new Set(made.map((f) => f.name))) : [];
+    const side = options.target.directory ? [...made, ...carried] : [];
+    target = new HeldTarget(options.target, side);
+    const common = { ...(options.onProgress ? { onProgress: options.onProgress } : {}) };
+    const result = layout
+      ? await layout.write(tensors, loaded.metadata, target, common)
+      : await writer.write!(tensors, loaded.metadata, target, {
+          // transformers refuses (or crashes on) safetensors without `format` (issue 11 item 13)
+          ...(writer.name === 'safetensors' ? { defaultMetadata: DEFAULT_SAFETENSORS_METADATA } : {}),
+          ...((options.write?.[writer.name] as object | undefined) ?? {}),
+          ...(own.write ?? {}),
+          ...common,
+        });
+    const written = [...result.files];
     warnings.push(...(result.warnings ?? []));
-    if (transform && loaded.files?.length) written.push(...(await writeSideFiles(target, loaded.files, warnings)));
+    const sideNames = side.length > 0 ? await target.commitSide() : [];
+    written.push(...sideNames);
     const verified = options.verify === true;
     await checkWritten(writer, target, written, tensors, verified);
-    return { from: checkpoint.format, to: writer.name, files: written.map((f) => target.locate(f)), tensors: tensors.length, bytes: result.bytes, cast, verified, warnings };
+    await target.finish();
+    const bytes = result.bytes + side.filter((f) => sideNames.includes(f.name)).reduce((n, f) => n + f.bytes.byteLength, 0);
+    const copied = carried.map((f) => f.name).filter((n) => sideNames.includes(n));
+    return { from: checkpoint.format, to: writer.name, files: written.map((f) => target!.locate(f)), copied, tensors: tensors.length, bytes, cast, verified, warnings };
   } catch (e) {
-    // The writer leaves nothing behind when it fails; this removes what it committed before a later check failed.
-    await target.rollback(written).catch(() => undefined);
+    // The writer leaves nothing behind when it fails; this undoes what was committed before a later step failed.
+    await target?.fail();
     throw e;
   } finally {
     await checkpoint.close();
@@ -116,27 +141,6 @@ function ggufBridge(checkpoint: Checkpoint, to: string, options: { type?: string
   if (from) return fromGguf({ ...(options.dtype ? { dtype: options.dtype } : {}), ...(options.keepBlocks ? { keepBlocks: true } : {}) });
   const type = options.type ?? options.dtype;
   return toGguf(type === undefined ? {} : { type });
-}
-
-/** A transform's side files (config.json) into a directory output, through the target's policy; a file output gets a warning instead. */
-async function writeSideFiles(target: OutputTarget, files: ReadonlyArray<{ name: string; bytes: Uint8Array }>, warnings: Finding[]): Promise<string[]> {
-  const names = files.map((f) => f.name);
-  if (!target.directory) {
-    warnings.push({ code: 'SideFilesSkipped', message: `${names.join(', ')} not written: the output is one file; give a directory (ending with '/') to get them`, path: target.name });
-    return [];
-  }
-  await target.prepare(names);
-  for (const f of files) {
-    const sink = await target.create(f.name);
-    try {
-      await sink.write(f.bytes);
-      await sink.commit();
-    } catch (e) {
-      await sink.abort().catch(() => undefined);
-      throw e;
-    }
-  }
-  return names;
 }
 
 /** What a safetensors output's `__metadata__` gets when the input has no `format` entry (convert.py and transformers write `pt`). */

@@ -1,4 +1,20 @@
-import type { Checkpoint, Context, Finding, TensorDescriptor } from '@tensorport/core';
+import type { Checkpoint, Context, Finding, OutputTarget, TensorDescriptor, WriteCommon, WriteResult } from '@tensorport/core';
+
+/** A small file written beside the tensors (config.json, a tokenizer). */
+export interface SideFile {
+  readonly name: string;
+  readonly bytes: Uint8Array;
+}
+
+/**
+ * How a transform's result is laid out in a directory output instead of the format's own file
+ * names (the mlx-lm model directory: its shard names, an index always, config.json).
+ */
+export interface DirectoryLayout {
+  write(tensors: readonly TensorDescriptor[], metadata: ReadonlyMap<string, string> | null, target: OutputTarget, options: WriteCommon): Promise<WriteResult>;
+  /** Side files that belong to the layout (its config.json): written with it, never warned about for a file output. */
+  files?: readonly SideFile[];
+}
 
 /** What a transform gives the writer: the tensors and metadata to write instead of the input's. */
 export interface Transformed {
@@ -8,7 +24,11 @@ export interface Transformed {
   /** Options for the writer, over the caller's (GGUF's typed llama keys). */
   write?: object;
   /** Small files written beside the tensors in a directory output (config.json); a file output names them in a warning. */
-  files?: ReadonlyArray<{ name: string; bytes: Uint8Array }>;
+  files?: readonly SideFile[];
+  /** A safetensors directory output is written this way (see DirectoryLayout). */
+  layout?: DirectoryLayout;
+  /** Throws (InvalidOption) when the output cannot describe the result, before anything is written (per-layer parameters in a lone file). */
+  checkOutput?(target: OutputTarget, format: string): void;
 }
 
 /**

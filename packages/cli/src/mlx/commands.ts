@@ -1,45 +1,35 @@
 /**
- * `quantize`, `dequantize` and `repack` as library calls: open the input (with its config.json),
- * build the streaming conversion from @tensorport/mlx, write it all or nothing, validate it.
+ * `quantize`, `dequantize` and `repack` are the library's path-based convert with an MLX transform
+ * (tensorport's transforms.ts): one open, one write through the output policy (all or nothing,
+ * --force, --no-fsync), one read back (validation, shapes, --verify). A directory output is the
+ * mlx-lm model directory with its config.json and the input model's side files; a file output is
+ * any format the registry writes. What is left here is the options' checks and the command's report.
  */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { TensorportError, type Finding } from '@tensorport/core';
 import {
-  AFFINE_BITS,
-  AFFINE_GROUP_SIZES,
-  dequantizeCheckpoint,
-  isQuantMode,
-  MIXED_RECIPES,
-  parseLayerOverride,
-  quantizeCheckpoint,
-  repackCheckpoint,
-  type AffineVariant,
-  type ConversionResult,
-  type FloatDType,
-  type MixedRecipe,
-  type QuantizedLayer,
-  type QuantMode,
-  type RecognizeOptions,
+  AFFINE_BITS, AFFINE_GROUP_SIZES, isQuantMode, layerInfo, MIXED_RECIPES, parseLayerOverride,
+  type AffineVariant, type ConversionResult, type FloatDType, type MixedRecipe, type MlxLayerInfo, type QuantMode, type RepackLayerReport, type RepackResult,
 } from '@tensorport/mlx';
-import { openMlxInput, type MlxInput } from './input.ts';
-import { writeMlxOutput } from './output.ts';
+import { convertPath, mlxDequantize, mlxQuantize, mlxRepack, NodeFolder, type MlxTransformHooks, type Transform } from 'tensorport/node';
 
-export interface MlxLayerInfo {
-  layer: string;
-  bits: number;
-  groupSize: number;
-  mode: QuantMode;
-}
+export type { MlxLayerInfo } from '@tensorport/mlx';
 
 export interface MlxCommandResult {
   input: string;
   /** Absolute path of the output file or directory. */
   output: string;
-  /** Every file written (absolute paths); each safetensors file was re-read and validated. */
+  /** Output format (safetensors, npz, torch…). */
+  to: string;
+  /** Every file written (absolute paths): the tensors' files, each re-read and validated, then config.json and the copied files. */
   files: string[];
   /** Non-weight files copied from the input model directory (tokenizer, generation config…). */
   copied: string[];
   tensors: number;
   bytes: number;
+  /** True when the output was re-read and diffed equal to what was written (--verify). */
+  verified: boolean;
   /** The quantized layers of the output (quantize, repack) or of the input (dequantize). */
   quantization: MlxLayerInfo[];
   warnings: Finding[];
@@ -57,8 +47,14 @@ export interface RepackReportEntry {
 interface Common {
   input: string;
   output: string;
-  /** Replace existing outputs (never the input). */
+  /** Replace existing outputs (never the input); also removes stale shards of the output directory. */
   force?: boolean;
+  /** fsync before publishing (default true). */
+  fsync?: boolean;
+  /** Re-read the output and diff every value against what was written. */
+  verify?: boolean;
+  /** Output format for a file output (default from its extension, else safetensors). */
+  to?: string;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -93,10 +89,6 @@ export interface RepackOptions extends Common {
   rounding?: AffineVariant;
 }
 
-export function layerInfo(layers: readonly QuantizedLayer[]): MlxLayerInfo[] {
-  return layers.map((l) => ({ layer: l.path, bits: l.bits, groupSize: l.groupSize, mode: l.mode }));
-}
-
 function checkParams(bits: number | undefined, groupSize: number | undefined): void {
   if (bits !== undefined && !AFFINE_BITS.includes(bits)) throw new TensorportError('InvalidOption', `--bits must be one of ${AFFINE_BITS.join(', ')}, got ${bits}`);
   if (groupSize !== undefined && !AFFINE_GROUP_SIZES.includes(groupSize)) {
@@ -104,14 +96,9 @@ function checkParams(bits: number | undefined, groupSize: number | undefined): v
   }
 }
 
-function recognize(options: { bits?: number; groupSize?: number; mode?: string }, input: MlxInput): RecognizeOptions {
-  if (options.mode !== undefined && !isQuantMode(options.mode)) throw new TensorportError('InvalidOption', `--mode must be affine, mxfp4, mxfp8 or nvfp4, got ${options.mode}`);
-  return {
-    config: input.config,
-    ...(options.bits === undefined ? {} : { bits: options.bits }),
-    ...(options.groupSize === undefined ? {} : { groupSize: options.groupSize }),
-    ...(options.mode === undefined ? {} : { mode: options.mode as QuantMode }),
-  };
+function checkMode(mode: string | undefined): QuantMode | undefined {
+  if (mode !== undefined && !isQuantMode(mode)) throw new TensorportError('InvalidOption', `--mode must be affine, mxfp4, mxfp8 or nvfp4, got ${mode}`);
+  return mode;
 }
 
 /** The library's message plus how to settle it from the command line. */
@@ -125,62 +112,83 @@ function withHint(e: unknown): never {
   throw e;
 }
 
-async function run(options: Common, quantized: boolean, build: (input: MlxInput) => ConversionResult, reported: (r: ConversionResult) => QuantizedLayer[]): Promise<{ result: MlxCommandResult; conversion: ConversionResult }> {
-  const input = await openMlxInput(options.input);
-  try {
-    let conversion: ConversionResult;
-    try {
-      conversion = build(input);
-    } catch (e) {
-      withHint(e);
-    }
-    const w = await writeMlxOutput(conversion, options.output, input, {
+/**
+ * mlx examples save one `weights.npz` beside config.json: such a directory (no checkpoint the
+ * registry reads) is that file.
+ */
+async function npzOfDirectory(path: string): Promise<string | null> {
+  if ((await stat(path).catch(() => null))?.isDirectory() !== true) return null;
+  const npz = (await new NodeFolder(path).list()).filter((n) => n.endsWith('.npz'));
+  return npz.length === 1 ? join(path, npz[0]!) : null;
+}
+
+async function run(options: Common, transform: (hooks: MlxTransformHooks) => Transform): Promise<{ result: MlxCommandResult; conversion: ConversionResult }> {
+  let conversion: ConversionResult | null = null;
+  const hooks: MlxTransformHooks = {
+    onResult: (c) => {
+      conversion = c;
+    },
+  };
+  const go = (input: string) =>
+    convertPath({
+      input,
+      output: options.output,
+      transform: transform(hooks),
       force: options.force === true,
-      quantized,
+      fsync: options.fsync !== false,
+      ...(options.verify ? { verify: true } : {}),
+      ...(options.to ? { to: options.to } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
-    return {
-      conversion,
-      result: {
-        input: options.input,
-        output: w.output,
-        files: w.files,
-        copied: w.copied,
-        tensors: conversion.tensors.length,
-        bytes: w.bytes,
-        quantization: layerInfo(reported(conversion)),
-        warnings: [...input.warnings, ...w.warnings],
-      },
-    };
-  } finally {
-    await input.checkpoint.close();
+  let r;
+  try {
+    r = await go(options.input);
+  } catch (e) {
+    const npz = e instanceof TensorportError && e.code === 'UnknownFormat' ? await npzOfDirectory(options.input) : null;
+    if (npz === null) withHint(e);
+    r = await go(npz).catch(withHint);
   }
+  const c = conversion as ConversionResult | null;
+  if (c === null) throw new TensorportError('InvalidOption', `${options.input}: the MLX transform did not run`);
+  return {
+    conversion: c,
+    result: {
+      input: options.input,
+      output: r.output,
+      to: r.to,
+      files: r.files,
+      copied: r.copied,
+      tensors: r.tensors,
+      bytes: r.bytes,
+      verified: r.verified,
+      quantization: layerInfo(c.layers),
+      // MLX stores every BF16 array as '<V2': expected here, not worth a warning each.
+      warnings: r.warnings.filter((w) => w.code !== 'NpyV2AsBF16'),
+    },
+  };
 }
 
 /** Quantizes every Linear/Embedding-like float weight as mlx-lm does (docs/formats/mlx.md). */
 export async function quantize(options: QuantizeOptions): Promise<MlxCommandResult> {
-  const mode = options.mode ?? 'affine';
-  if (!isQuantMode(mode)) throw new TensorportError('InvalidOption', `--mode must be affine, mxfp4, mxfp8 or nvfp4, got ${mode}`);
+  const mode = checkMode(options.mode ?? 'affine')!;
   if (mode === 'affine') checkParams(options.bits, options.groupSize);
   const recipe = options.recipe;
   if (recipe !== undefined && !(MIXED_RECIPES as readonly string[]).includes(recipe)) {
     throw new TensorportError('InvalidOption', `--recipe must be one of ${MIXED_RECIPES.join(', ')}, got ${recipe}`);
   }
   const overrides = (options.bitsFor ?? []).map(parseLayerOverride);
-  const { result } = await run(
-    options,
-    true,
-    (input) =>
-      quantizeCheckpoint(input.checkpoint, {
-        config: input.config ?? {},
+  const { result } = await run(options, (hooks) =>
+    mlxQuantize(
+      {
         mode,
         ...(recipe === undefined ? {} : { recipe: recipe as MixedRecipe }),
         ...(overrides.length === 0 ? {} : { overrides }),
         ...(options.bits === undefined ? {} : { bits: options.bits }),
         ...(options.groupSize === undefined ? {} : { groupSize: options.groupSize }),
         ...(options.rounding === undefined ? {} : { variant: options.rounding }),
-      }),
-    (c) => c.layers,
+      },
+      hooks,
+    ),
   );
   if (result.quantization.length === 0) result.warnings.push({ code: 'NothingQuantized', message: `no tensor of ${options.input} could be quantized (float *.weight with a last dimension divisible by the group size)` });
   return result;
@@ -189,17 +197,19 @@ export async function quantize(options: QuantizeOptions): Promise<MlxCommandResu
 /** Every quantized layer back to a float weight (default dtype: the scales'); the rest is copied. */
 export async function dequantize(options: DequantizeOptions): Promise<MlxCommandResult> {
   checkParams(options.bits, options.groupSize);
-  const { result } = await run(
-    options,
-    false,
-    (input) =>
-      dequantizeCheckpoint(input.checkpoint, {
-        ...recognize(options, input),
+  const mode = checkMode(options.mode);
+  const { result } = await run(options, (hooks) =>
+    mlxDequantize(
+      {
+        ...(options.bits === undefined ? {} : { bits: options.bits }),
+        ...(options.groupSize === undefined ? {} : { groupSize: options.groupSize }),
+        ...(mode === undefined ? {} : { mode }),
         ...(options.dtype ? { dtype: options.dtype } : {}),
         ...(options.rounding ? { variant: options.rounding } : {}),
         ...(options.globalScale === undefined ? {} : { globalScale: options.globalScale }),
-      }),
-    (c) => c.layers,
+      },
+      hooks,
+    ),
   );
   if (result.quantization.length === 0) result.warnings.push({ code: 'NothingQuantized', message: `${options.input} has no MLX-quantized layer (U32 *.weight with *.scales); tensors copied unchanged` });
   return result;
@@ -208,15 +218,8 @@ export async function dequantize(options: DequantizeOptions): Promise<MlxCommand
 /** New bits / group size for every affine layer; lossless when possible, else the error is measured. */
 export async function repack(options: RepackOptions): Promise<MlxCommandResult & { report: RepackReportEntry[] }> {
   checkParams(options.bits, options.groupSize);
-  let report: RepackReportEntry[] = [];
-  const { result, conversion } = await run(
-    options,
-    true,
-    (input) => repackCheckpoint(input.checkpoint, { bits: options.bits, groupSize: options.groupSize, ...(options.rounding ? { variant: options.rounding } : {}) }, { config: input.config ?? {} }),
-    (c) => c.layers,
-  );
-  if ('report' in conversion) {
-    report = (conversion.report as import('@tensorport/mlx').RepackLayerReport[]).map((r) => ({ layer: r.path, from: r.from, to: r.to, lossless: r.lossless, maxAbsError: r.maxAbsError ?? 0 }));
-  }
+  const { result, conversion } = await run(options, (hooks) => mlxRepack({ bits: options.bits, groupSize: options.groupSize, ...(options.rounding ? { variant: options.rounding } : {}) }, hooks));
+  const layers: RepackLayerReport[] = 'report' in conversion ? (conversion as RepackResult).report : [];
+  const report = layers.map((r) => ({ layer: r.path, from: r.from, to: r.to, lossless: r.lossless, maxAbsError: r.maxAbsError ?? 0 }));
   return { ...result, report };
 }

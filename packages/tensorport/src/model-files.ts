@@ -1,0 +1,84 @@
+/**
+ * The files a model directory carries besides its weights: config.json, generation_config.json,
+ * the tokenizer (tokenizer.json, tokenizer_config.json, special_tokens_map.json, tokenizer.model,
+ * vocab/merges files, *.tiktoken), chat templates and remote code. `convert DIR out/` and the MLX
+ * commands copy the same set, so `from_pretrained(out/)` and mlx_lm.load(out/) find what they need
+ * (mlx-lm's own convert copies these patterns too).
+ *
+ * Only a directory input (or its index file, the directory's entry point) carries them: a lone file
+ * picked out of a folder (a download directory, say) is converted alone.
+ */
+import type { Context, Finding, Folder } from '@tensorport/core';
+
+/** Tokenizer, configs, chat templates, remote code. Weights never match (their extensions differ). */
+const CARRIED = /\.(json|jsonl|txt|model|tiktoken|jinja|py)$/i;
+
+/** Larger "small files" are skipped with a warning (the biggest tokenizer.json files are ~35 MB). */
+export const MAX_CARRIED_BYTES = 64 * 1024 * 1024;
+
+export interface CarriedFile {
+  readonly name: string;
+  readonly bytes: Uint8Array;
+}
+
+/** A file read for carrying, or why it was not (a link out of the directory, not a regular file, too big). */
+export type CarryRead = { bytes: Uint8Array } | { skipped: string };
+
+/**
+ * A folder that reads carried files by its own rules (Node: no link out of the directory, no FIFO
+ * or device, checked through the open handle). Other folders are read by name, size-capped.
+ */
+export interface CarryingFolder extends Folder {
+  /** Every entry's name, not only regular files: a FIFO or device among the side files is named in a warning. */
+  entries(): Promise<readonly string[]>;
+  carry(name: string, maxBytes: number): Promise<CarryRead>;
+}
+
+function carries(folder: Folder): folder is CarryingFolder {
+  return typeof (folder as Partial<CarryingFolder>).carry === 'function';
+}
+
+/** True for a name the model directory carries: not hidden, not an index (it describes the input's shards). */
+export function isCarriedFile(name: string): boolean {
+  return !name.startsWith('.') && CARRIED.test(name) && !name.endsWith('.index.json');
+}
+
+/** True when the input is a model directory (or its index file), whose side files go with it. */
+export function carriesModelFiles(ctx: Context): boolean {
+  return ctx.entry === null || ctx.entry.endsWith('.index.json');
+}
+
+/**
+ * The input model directory's side files, read whole (each at most MAX_CARRIED_BYTES); every file
+ * left out gets a FileNotCopied warning naming it and why. `except` names files the output writes
+ * itself (an edited config.json).
+ */
+export async function carriedFiles(ctx: Context, warnings: Finding[], except: ReadonlySet<string> = new Set()): Promise<CarriedFile[]> {
+  if (!carriesModelFiles(ctx)) return [];
+  const folder = ctx.folder;
+  const out: CarriedFile[] = [];
+  for (const name of carries(folder) ? await folder.entries() : await folder.list()) {
+    if (!isCarriedFile(name) || except.has(name) || name === ctx.entry) continue;
+    const read = carries(folder) ? await folder.carry(name, MAX_CARRIED_BYTES) : await readCapped(folder, name);
+    if ('skipped' in read) warnings.push({ code: 'FileNotCopied', message: `${name} not copied: ${read.skipped}`, path: folder.path(name) });
+    else out.push({ name, bytes: read.bytes });
+  }
+  return out;
+}
+
+/** Why an oversized file is left out, in every folder's reader. */
+export function tooBig(size: number, max = MAX_CARRIED_BYTES): string {
+  return `it is ${size} bytes, more than the ${max} copied; copy it yourself if the model needs it`;
+}
+
+async function readCapped(folder: Folder, name: string): Promise<CarryRead> {
+  const size = await folder.size(name);
+  if (size === null) return { skipped: 'it is not a regular file' };
+  if (size > MAX_CARRIED_BYTES) return { skipped: tooBig(size) };
+  const source = await folder.open(name);
+  try {
+    return { bytes: await source.read(0, Math.min(source.size, MAX_CARRIED_BYTES)) };
+  } finally {
+    await source.close();
+  }
+}
