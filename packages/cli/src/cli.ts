@@ -21,6 +21,6 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
 });
 
 // exitCode, not process.exit(): stdout may still be flushing a large --json report into a pipe.
-void main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr }).then((code) => {
+void main(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, handleSignals: true }).then((code) => {
   process.exitCode = code;
 });

@@ -1,8 +1,8 @@
 /** Option parsers shared by the commands: every flag means the same thing wherever it appears. */
 import { InvalidArgumentError } from 'commander';
 import { dtypeFromName, TensorportError, type CastTarget, type DType } from '@tensorport/core';
-import { GGUF_WRITE_TYPES, type ReadOptions } from 'tensorport';
-import { isBitsUnit, parseSize } from './size.ts';
+import { defaultRegistry, GGUF_WRITE_TYPES, type ReadOptions } from 'tensorport';
+import { isBitsUnit, isFractionalBytes, parseSize } from './size.ts';
 
 const DTYPE_CHOICES = ['f16', 'bf16', 'f32'];
 
@@ -10,6 +10,17 @@ export function parseDtype(value: string): CastTarget {
   const v = value.toLowerCase();
   if (!DTYPE_CHOICES.includes(v)) throw new InvalidArgumentError(`expected one of ${DTYPE_CHOICES.join(', ')}`);
   return v.toUpperCase() as CastTarget;
+}
+
+/** The names `--to` takes: the formats of the registry that write. */
+export const OUTPUT_FORMAT_NAMES: readonly string[] = defaultRegistry.formats.filter((f) => f.write).map((f) => f.name);
+
+/** `--to`: a format of the registry that writes (case-insensitive name). */
+export function parseOutputFormat(value: string): string {
+  const names = OUTPUT_FORMAT_NAMES;
+  const v = value.toLowerCase();
+  if (!names.includes(v)) throw new InvalidArgumentError(`expected one of ${names.join(', ')}`);
+  return v;
 }
 
 /** `--gguf-type`: a ggml type the GGUF writer quantizes to (the gguf package's list). */
@@ -24,8 +35,31 @@ export function parseSizeOption(value: string): number {
   if (n === null && isBitsUnit(value.trim().replace(/^[\d.\s]+/, ''))) {
     throw new InvalidArgumentError(`a lowercase 'b' means bits in transformers; write ${value.trim().toUpperCase()} for bytes (or GiB/MiB for powers of 2)`);
   }
+  if (isFractionalBytes(value)) throw new InvalidArgumentError(`${value.trim()} is not a whole number of bytes (a fraction needs a unit that makes it whole, e.g. 1.5GB)`);
   if (n === null || n <= 0) throw new InvalidArgumentError('expected a size such as 5GB, 5GiB, 500MB or a byte count');
   return n;
+}
+
+/** `--jobs`: how many things at once, a positive integer. */
+export function parseJobs(value: string): number {
+  const n = /^\d+$/.test(value.trim()) ? Number(value.trim()) : NaN;
+  if (!(Number.isSafeInteger(n) && n >= 1 && n <= 64)) throw new InvalidArgumentError('expected a whole number from 1 to 64');
+  return n;
+}
+
+/**
+ * `--metadata KEY=VALUE`, repeatable: the pairs so far plus this one. The key is everything before
+ * the first '=' (a value may hold '='); an empty key, a missing '=', a repeated key or the reserved
+ * `__metadata__` are refused.
+ */
+export function parseMetadataPair(value: string, previous: Record<string, string> | undefined): Record<string, string> {
+  const at = value.indexOf('=');
+  const key = at < 0 ? '' : value.slice(0, at);
+  if (at < 0 || key.trim() === '') throw new InvalidArgumentError(`expected KEY=VALUE (e.g. format=pt), got '${value}'`);
+  if (key === '__metadata__') throw new InvalidArgumentError('__metadata__ is the name of the metadata itself, not a key');
+  const pairs = previous ?? {};
+  if (Object.hasOwn(pairs, key)) throw new InvalidArgumentError(`the key '${key}' is given twice`);
+  return { ...pairs, [key]: value.slice(at + 1) };
 }
 
 export function parsePort(value: string): number {

@@ -69,3 +69,16 @@ export class ProgressBar {
     return `${prefix}[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${text}`;
   }
 }
+
+/** A byte progress bar on `stream` for human output; none with --json (stdout then holds only the object). */
+export function progressFor(stream: ProgressStream, json: boolean | undefined, label: string): { onProgress?: (done: number, total: number) => void; finish: () => void } {
+  if (json) return { finish: () => undefined };
+  let bar: ProgressBar | null = null;
+  return {
+    onProgress: (done, total) => {
+      bar ??= new ProgressBar(stream, total, label);
+      bar.update(done);
+    },
+    finish: () => bar?.finish(),
+  };
+}

@@ -1,5 +1,5 @@
 import { basename } from 'node:path';
-import type { InspectReport } from './inspect.ts';
+import type { InspectReport } from 'tensorport';
 import { renderQuantization } from './mlx/inspect.ts';
 import { describeFinding, escapeTerminal as esc } from './report.ts';
 import { formatBytes, formatCount } from './size.ts';

@@ -1,3 +1,4 @@
+import { isAbsolute, relative } from 'node:path';
 import { TensorportError, type Finding } from '@tensorport/core';
 
 /**
@@ -43,4 +44,29 @@ export function describeError(e: unknown): string {
     return `tensorport: ${code ? `${escapeTerminal(code)}: ` : ''}${escapeTerminal(e.message)}`;
   }
   return `tensorport: ${escapeTerminal(String(e))}`;
+}
+
+/** `1 file`, `3 files`. */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** A path relative to the working directory when it is inside it (shorter to read), else as is. */
+export function shortPath(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
+}
+
+/**
+ * What a command given --json prints on stdout when it fails, instead of nothing (docs/cli.md,
+ * "JSON output"): `{ok: false, exitCode, error: {code, message, path?, offset?, tensor?, other?}}`.
+ * `error` is the TensorportError's toJSON(); a usage error has code InvalidOption and `usage: true`.
+ */
+export function failureObject(e: unknown, exitCode: number, usage = false): { ok: false; exitCode: number; error: Record<string, unknown> } {
+  let error: Record<string, unknown>;
+  if (e instanceof TensorportError) error = e.toJSON();
+  else if (usage) error = { code: 'InvalidOption', message: e instanceof Error ? e.message : String(e) };
+  else if (e instanceof Error && typeof (e as NodeJS.ErrnoException).code === 'string') error = { code: 'IoError', message: e.message, errno: (e as NodeJS.ErrnoException).code };
+  else error = { code: 'InternalError', message: e instanceof Error ? e.message : String(e) };
+  return { ok: false, exitCode, error: usage ? { ...error, usage: true } : error };
 }

@@ -1,8 +1,8 @@
 /**
  * Sizes the way Hugging Face tools write them (`transformers`' `convert_file_size_to_int`):
  * decimal units are powers of 10 (`5GB` = 5·10^9), binary units powers of 2 (`5GiB` = 5·2^30),
- * a bare number is bytes. Unit letters are case-insensitive and a fraction is allowed (`1.5GB`),
- * except a decimal unit ending in a lowercase `b` (`5Gb`, `500mb`): transformers reads that as
+ * a bare number is bytes. Unit letters are case-insensitive and a fraction is allowed when the
+ * bytes are whole (`1.5GB`, not `1.5` or `1.0001KB`), except a decimal unit ending in a lowercase `b` (`5Gb`, `500mb`): transformers reads that as
  * bits (÷ 8), which is easy to type by accident, so it is refused rather than guessed.
  */
 const UNITS: Readonly<Record<string, number>> = {
@@ -17,15 +17,30 @@ const UNITS: Readonly<Record<string, number>> = {
   tib: 2 ** 40,
 };
 
-/** Parses `5GB`, `5GiB`, `500MB`, `1048576`; returns null when the text is not a size. */
+/** Parses `5GB`, `5GiB`, `500MB`, `1.5GB`, `1048576`; null when the text is not a size or not a whole number of bytes. */
 export function parseSize(text: string): number | null {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const bytes = exactBytes(text);
+  return typeof bytes === 'number' ? bytes : null;
+}
+
+/** `1.5`, `0.5B`, `1.0001KB`: a size whose byte count has a fraction (refused, never rounded). */
+export function isFractionalBytes(text: string): boolean {
+  return exactBytes(text) === 'fraction';
+}
+
+/** The byte count in exact decimal arithmetic (`1.1KB` is 1100, where 1.1 * 1000 in floats is not). */
+function exactBytes(text: string): number | 'fraction' | null {
+  const m = /^\s*(\d+)(?:\.(\d+))?\s*([a-z]*)\s*$/i.exec(text);
   if (!m) return null;
-  if (isBitsUnit(m[2]!)) return null;
-  const unit = UNITS[(m[2] || 'b').toLowerCase()];
+  if (isBitsUnit(m[3]!)) return null;
+  const unit = UNITS[(m[3] || 'b').toLowerCase()];
   if (unit === undefined) return null;
-  const bytes = Math.floor(Number(m[1]) * unit);
-  return Number.isSafeInteger(bytes) ? bytes : null;
+  const fraction = m[2] ?? '';
+  const scaled = BigInt(m[1]! + fraction) * BigInt(unit);
+  const divisor = 10n ** BigInt(fraction.length);
+  if (scaled % divisor !== 0n) return 'fraction';
+  const bytes = scaled / divisor;
+  return bytes <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(bytes) : null;
 }
 
 /** `Gb`, `mb`, `kb`, `b`: bits in transformers' parser. */

@@ -4,7 +4,8 @@ import type { DiffReport } from 'tensorport';
 import { diffPaths } from 'tensorport/node';
 import { describeFinding, escapeTerminal } from '../report.ts';
 import { formatBytes } from '../size.ts';
-import { progress, type CommandIO } from './mlx-common.ts';
+import { progressFor } from '../progress.ts';
+import { EXIT_FAILED, type CommandContext } from './context.ts';
 
 export type DiffPathsOptions = DiffOptions;
 export type DiffPathsResult = DiffReport;
@@ -27,7 +28,7 @@ function describeChange(c: TensorChange): string {
   return `${head}: ${c.mismatches} element(s) differ${err}${where}`;
 }
 
-export function registerDiff(program: Command, io: CommandIO & { fail: () => void }): void {
+export function registerDiff(program: Command, ctx: CommandContext): void {
   program
     .command('diff')
     .description('Compare two checkpoints tensor by tensor (any formats): names, dtypes, shapes and values, streaming')
@@ -50,26 +51,26 @@ Examples:
   $ tensorport diff model.safetensors model-bf16.safetensors --atol 1e-2 --rtol 1e-2 --json`,
     )
     .action(async (a: string, b: string, opts: { atol?: number; rtol?: number; namesOnly?: boolean; json?: boolean }) => {
-      const bar = progress(io, opts.json, 'comparing');
+      const bar = progressFor(ctx.stderr, opts.json, 'comparing');
       const r = await diffPaths(a, b, {
         ...(opts.atol === undefined ? {} : { atol: opts.atol }),
         ...(opts.rtol === undefined ? {} : { rtol: opts.rtol }),
         namesOnly: opts.namesOnly === true,
         ...(bar.onProgress ? { onProgress: bar.onProgress } : {}),
       }).finally(bar.finish);
-      if (!r.equal) io.fail();
+      if (!r.equal) ctx.exit(EXIT_FAILED);
       if (opts.json) {
-        io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+        ctx.out(`${JSON.stringify(r, null, 2)}\n`);
         return;
       }
-      for (const w of r.warnings) io.stderr.write(`tensorport: warning: ${describeFinding(w)}\n`);
-      for (const n of r.onlyInA) io.stdout.write(`only in a  ${escapeTerminal(n)}\n`);
-      for (const n of r.onlyInB) io.stdout.write(`only in b  ${escapeTerminal(n)}\n`);
-      for (const c of r.changed) io.stdout.write(`changed    ${escapeTerminal(c.name)}: ${escapeTerminal(describeChange(c))}\n`);
-      for (const x of r.aliases) io.stdout.write(`tied       ${escapeTerminal(x.name)} -> ${escapeTerminal(x.kept)} (in ${x.side}'s metadata)\n`);
+      for (const w of r.warnings) ctx.err(`tensorport: warning: ${describeFinding(w)}\n`);
+      for (const n of r.onlyInA) ctx.out(`only in a  ${escapeTerminal(n)}\n`);
+      for (const n of r.onlyInB) ctx.out(`only in b  ${escapeTerminal(n)}\n`);
+      for (const c of r.changed) ctx.out(`changed    ${escapeTerminal(c.name)}: ${escapeTerminal(describeChange(c))}\n`);
+      for (const x of r.aliases) ctx.out(`tied       ${escapeTerminal(x.name)} -> ${escapeTerminal(x.kept)} (in ${x.side}'s metadata)\n`);
       const worst = r.errors.reduce<(typeof r.errors)[number] | null>((w, e) => (w === null || e.maxAbs > w.maxAbs ? e : w), null);
-      if (worst && (opts.atol !== undefined || opts.rtol !== undefined)) io.stdout.write(`largest    ${escapeTerminal(worst.name)} (${worst.dtype}): max abs ${num(worst.maxAbs)}, max rel ${num(worst.maxRel)}, ${worst.overTolerance} of ${worst.elements} over tolerance\n`);
+      if (worst && (opts.atol !== undefined || opts.rtol !== undefined)) ctx.out(`largest    ${escapeTerminal(worst.name)} (${worst.dtype}): max abs ${num(worst.maxAbs)}, max rel ${num(worst.maxRel)}, ${worst.overTolerance} of ${worst.elements} over tolerance\n`);
       const what = opts.namesOnly ? 'names, dtypes and shapes' : `${formatBytes(r.bytesCompared)} of tensor data`;
-      io.stdout.write(`${r.equal ? 'equal' : 'DIFFERENT'}: ${r.compared} tensor(s) compared (${what}), ${r.onlyInA.length} only in a, ${r.onlyInB.length} only in b, ${r.changed.length} changed\n`);
+      ctx.out(`${r.equal ? 'equal' : 'DIFFERENT'}: ${r.compared} tensor(s) compared (${what}), ${r.onlyInA.length} only in a, ${r.onlyInB.length} only in b, ${r.changed.length} changed\n`);
     });
 }

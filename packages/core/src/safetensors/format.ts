@@ -16,6 +16,8 @@ export interface SafetensorsWriteOptions {
   metadata?: Readonly<Record<string, string>>;
   /** Entries for keys the input's metadata lacks; the convert pipeline passes `{"format": "pt"}`. */
   defaultMetadata?: Readonly<Record<string, string>>;
+  /** Directory outputs: shards written at the same time (writeSharded's `jobs`; the bytes are the same). */
+  jobs?: number;
 }
 
 /** Where a context's safetensors checkpoint starts: its index, or its single file. */
@@ -69,7 +71,7 @@ export const safetensorsFormat: Format<object, SafetensorsWriteOptions> = {
     const names = plans.length > 1 ? [...plans.map((p) => p.fileName), SHARD_INDEX_FILE] : [SINGLE_CHECKPOINT_FILE];
     // The other layout's entry file would make the directory open as something else.
     await target.prepare(names, [plans.length > 1 ? SINGLE_CHECKPOINT_FILE : SHARD_INDEX_FILE]);
-    const r = await writeSharded(tensors, metadata, (name) => target.create(name), { ...progress, ...(options.maxShardSize === undefined ? {} : { maxShardSize: options.maxShardSize }) });
+    const r = await writeSharded(tensors, metadata, (name) => target.create(name), { ...progress, ...(options.maxShardSize === undefined ? {} : { maxShardSize: options.maxShardSize }), ...(options.jobs === undefined ? {} : { jobs: options.jobs }) });
     await target.settle();
     return { files: r.files, bytes: r.bytes };
   },

@@ -1,9 +1,10 @@
 import { resolve } from 'node:path';
-import { TensorportError, type Finding } from '@tensorport/core';
+import { extensionOf, TensorportError, type Finding } from '@tensorport/core';
 import { convert, type ConvertOptions, type ConvertReport, type WriteOptionsByFormat } from '../pipeline/convert.ts';
 import { diff, type DiffReport } from '../pipeline/diff.ts';
 import { inspect, type InspectOptions, type InspectReport } from '../pipeline/inspect.ts';
 import type { PipelineOptions, ReadOptions } from '../pipeline/open.ts';
+import { defaultRegistry, type Registry } from '../registry.ts';
 import { scan, type ScanResult } from '../pipeline/scan.ts';
 import { validate, type ValidateReport } from '../pipeline/validate.ts';
 import type { DiffOptions } from '@tensorport/core';
@@ -22,10 +23,17 @@ export interface ConvertPathOptions extends PipelineOptions, Pick<ConvertOptions
   force?: boolean;
   /** fsync outputs before renaming them into place (default true). */
   fsync?: boolean;
-  /** Output format (safetensors, npz, npy, torch); default from the output's extension, else safetensors. */
+  /**
+   * Output format by name (safetensors, torch, npz, npy, gguf); default: safetensors for a directory,
+   * else the format whose extension the output has (formatForOutput: InvalidOption for any other name).
+   */
   to?: string;
   /** npz output: deflate members (np.savez_compressed). */
   compress?: boolean;
+  /** safetensors output: `__metadata__` entries added to (or replacing) the input's; InvalidOption for a format without metadata. */
+  metadata?: Readonly<Record<string, string>>;
+  /** safetensors directory output: shards written at the same time (default 1); the bytes do not depend on it. */
+  jobs?: number;
 }
 
 /** `convert`'s report, with `files` as absolute paths. */
@@ -35,13 +43,21 @@ export interface ConvertPathResult extends ConvertReport {
   output: string;
 }
 
-const OUTPUT_FORMATS: Readonly<Record<string, string>> = { '.gguf': 'gguf', '.npz': 'npz', '.npy': 'npy', '.pt': 'torch', '.pth': 'torch', '.bin': 'torch', '.ckpt': 'torch' };
-
-/** The output format an extension names; anything else (a directory, .safetensors, no extension) is safetensors. */
-export function formatForOutput(output: string, directory: boolean): string {
+/**
+ * The format a file output's extension names, among the formats of the registry that write; a
+ * directory is safetensors. Any other extension, or none, is InvalidOption naming what can be
+ * written: `x.onnx` or `x.h5` silently becoming safetensors would be wrong data, and an
+ * extensionless `out` is more often a directory missing its '/' than a file (docs/cli.md).
+ */
+export function formatForOutput(output: string, directory: boolean, registry: Registry = defaultRegistry): string {
   if (directory) return 'safetensors';
-  const m = /(\.[^./\\]+)$/.exec(output);
-  return OUTPUT_FORMATS[m?.[1]?.toLowerCase() ?? ''] ?? 'safetensors';
+  const ext = extensionOf(output);
+  const writers = registry.formats.filter((f) => f.write);
+  const found = ext === '' ? undefined : writers.find((f) => f.extensions.includes(ext));
+  if (found) return found.name;
+  const list = writers.map((f) => `${f.name} (${f.extensions.join(', ')})`).join(', ');
+  const what = ext === '' ? `'${output}' has no extension` : `tensorport cannot write '${ext}' files`;
+  throw new TensorportError('InvalidOption', `${what}: it writes ${list}, or a directory (end the path with '/'); or name the format with --to (option \`to\`) to write this name anyway`, { path: output });
 }
 
 /** `convert` by paths: what `tensorport convert` runs. */
@@ -55,16 +71,25 @@ export async function convertPath(options: ConvertPathOptions): Promise<ConvertP
       throw new TensorportError('InvalidOption', `a max shard size needs a directory output: end '${options.output}' with '/' to shard into it`, { path: options.output });
     }
   }
+  const to = options.to ?? formatForOutput(options.output, target.directory, options.registry);
+  if (options.metadata !== undefined && to !== 'safetensors') {
+    throw new TensorportError('InvalidOption', `metadata entries need a safetensors output: ${to} has no __metadata__`, { path: options.output });
+  }
   const write: WriteOptionsByFormat = {
     ...options.write,
-    safetensors: { ...options.write?.safetensors, ...(options.maxShardSize === undefined ? {} : { maxShardSize: options.maxShardSize }) },
+    safetensors: {
+      ...options.write?.safetensors,
+      ...(options.maxShardSize === undefined ? {} : { maxShardSize: options.maxShardSize }),
+      ...(options.metadata === undefined ? {} : { metadata: { ...options.write?.safetensors?.metadata, ...options.metadata } }),
+      ...(options.jobs === undefined ? {} : { jobs: options.jobs }),
+    },
     npz: { ...options.write?.npz, ...(options.compress ? { compress: true } : {}) },
   };
   return withPath(options.input, async (input) => {
     const r = await convert({
       input,
       target,
-      to: options.to ?? formatForOutput(options.output, target.directory),
+      to,
       write,
       ...(options.dtype === undefined ? {} : { dtype: options.dtype }),
       ...(options.transform ? { transform: options.transform } : {}),

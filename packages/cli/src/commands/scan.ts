@@ -2,27 +2,25 @@ import { stat } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
 import { TensorportError } from '@tensorport/core';
 import { scanPath, type ScanResult } from 'tensorport/node';
-import { describeFinding, escapeTerminal } from './report.ts';
-import { toSarif } from './sarif.ts';
-import { scanTree, type TreeScan } from './scan-tree.ts';
+import { describeFinding, escapeTerminal, failureObject } from '../report.ts';
+import { toSarif } from '../sarif.ts';
+import { scanTree, type TreeScan } from '../scan-tree.ts';
+import type { CommandContext } from './context.ts';
 
 /** scan's exit codes (docs/cli.md): as picklescan and modelscan, 1 means something unsafe was found. */
 export const EXIT_UNSAFE = 1;
 /** A file could not be read (not a verdict): picklescan and modelscan use 2, which is our usage error. */
 export const EXIT_UNREADABLE = 3;
 
-export type { ScanResult };
-
-/**
- * Scans the pickles in a file by interpreting them without executing anything: a ZIP's pickle
- * members (torch archives, npz object arrays), a legacy torch stream, a bare .pkl, an object .npy.
- */
-export const scan = scanPath;
-
 /** Opcodes that import or call something, or could grow memory: listed with their counts. */
 const RISKY_OPCODES = ['GLOBAL', 'STACK_GLOBAL', 'INST', 'OBJ', 'REDUCE', 'BUILD', 'NEWOBJ', 'NEWOBJ_EX', 'EXT1', 'EXT2', 'EXT4', 'PERSID', 'BINPERSID'];
 
-export function registerScan(program: Command, io: { out: (text: string) => void; err?: (text: string) => void; fail: () => void; exit?: (code: number) => void; version?: string }): void {
+/**
+ * Scans the pickles in a file by interpreting them without executing anything (the library's
+ * scanPath: a ZIP's pickle members, a legacy torch stream, a bare .pkl, an object .npy), or every
+ * file below a directory.
+ */
+export function registerScan(program: Command, ctx: CommandContext): void {
   program
     .command('scan')
     .description('List every global and risky opcode in a file\'s pickles with a verdict; never executes anything')
@@ -49,33 +47,35 @@ Examples:
       const isDir = (await stat(file).catch(() => null))?.isDirectory() === true;
       if (isDir || format === 'sarif') {
         const tree = isDir ? await scanTree(file) : await singleTree(file);
-        if (tree.summary.unsafe + tree.summary.notAPickle > 0) (io.exit ?? io.fail)(EXIT_UNSAFE);
-        else if (tree.summary.unreadable > 0) (io.exit ?? io.fail)(EXIT_UNREADABLE);
-        if (format === 'sarif') io.out(`${JSON.stringify(toSarif(isDir ? file : '.', tree.files, io.version ?? '0.0.0'), null, 2)}\n`);
-        else if (format === 'json') io.out(`${JSON.stringify(tree, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
-        else treeLines(io, tree);
+        if (tree.summary.unsafe + tree.summary.notAPickle > 0) ctx.exit(EXIT_UNSAFE);
+        else if (tree.summary.unreadable > 0) ctx.exit(EXIT_UNREADABLE);
+        if (format === 'sarif') ctx.out(`${JSON.stringify(toSarif(isDir ? file : '.', tree.files, ctx.version), null, 2)}\n`);
+        else if (format === 'json') ctx.out(`${JSON.stringify(tree, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
+        else treeLines(ctx, tree);
         return;
       }
       let r: ScanResult;
       try {
-        r = await scan(file);
+        r = await scanPath(file);
       } catch (e) {
         if (!(e instanceof TensorportError) || e.code !== 'IoError') throw e;
-        (io.exit ?? io.fail)(EXIT_UNREADABLE);
-        (io.err ?? io.out)(`tensorport: ${file}: could not read: ${e.message}\n`);
+        // not a verdict: exit 3, and under --json the failure object (program.ts prints it for thrown errors)
+        ctx.exit(EXIT_UNREADABLE);
+        ctx.err(`tensorport: ${escapeTerminal(file)}: could not read: ${escapeTerminal(e.message)}\n`);
+        if (format === 'json') ctx.out(`${JSON.stringify(failureObject(e, EXIT_UNREADABLE), null, 2)}\n`);
         return;
       }
-      if (!r.safe) io.fail();
-      if (opts.json) {
-        io.out(`${JSON.stringify(r, null, 2)}\n`);
+      if (!r.safe) ctx.exit(EXIT_UNSAFE);
+      if (format === 'json') {
+        ctx.out(`${JSON.stringify(r, null, 2)}\n`);
         return;
       }
-      for (const v of r.verdicts) io.out(`${v.allowed ? 'allowed   ' : 'DISALLOWED'} global ${escapeTerminal(v.global)}\n`);
+      for (const v of r.verdicts) ctx.out(`${v.allowed ? 'allowed   ' : 'DISALLOWED'} global ${escapeTerminal(v.global)}\n`);
       const risky = RISKY_OPCODES.filter((op) => (r.opcodes[op] ?? 0) > 0).map((op) => `${op}×${r.opcodes[op]}`);
-      if (risky.length > 0) io.out(`opcodes   ${risky.join(' ')}\n`);
-      for (const f of r.findings) io.out(`finding   ${describeFinding(f)}\n`);
+      if (risky.length > 0) ctx.out(`opcodes   ${risky.join(' ')}\n`);
+      for (const f of r.findings) ctx.out(`finding   ${describeFinding(f)}\n`);
       const bad = r.verdicts.filter((v) => !v.allowed).length;
-      out(io, r, bad);
+      summaryLine(ctx, r, bad);
     });
 }
 
@@ -87,10 +87,10 @@ const VERDICT_WORDS: Record<ScanResult['verdict'], string> = {
 };
 
 /** One line per file, then the totals. */
-function treeLines(io: { out: (text: string) => void }, tree: TreeScan): void {
+function treeLines(io: Pick<CommandContext, 'out'>, tree: TreeScan): void {
   for (const f of tree.files) {
     if (f.error) io.out(`${escapeTerminal(f.path)}: COULD NOT READ (${escapeTerminal(f.error.message)})\n`);
-    else out(io, f.result!, f.result!.verdicts.filter((v) => !v.allowed).length);
+    else summaryLine(io, f.result!, f.result!.verdicts.filter((v) => !v.allowed).length);
   }
   const s = tree.summary;
   io.out(`scanned ${s.files} file${s.files === 1 ? '' : 's'}: ${s.safe} safe, ${s.unsafe} unsafe, ${s.noPickle} without pickles, ${s.notAPickle} not a pickle, ${s.unreadable} could not be read\n`);
@@ -108,7 +108,7 @@ async function singleTree(file: string): Promise<TreeScan> {
   }
 }
 
-function out(io: { out: (text: string) => void }, r: ScanResult, bad: number): void {
+function summaryLine(io: Pick<CommandContext, 'out'>, r: ScanResult, bad: number): void {
   const what = `${r.pickles} pickle${r.pickles === 1 ? '' : 's'}, ${r.globals.length} global${r.globals.length === 1 ? '' : 's'}`;
   io.out(`${escapeTerminal(r.path)}: ${VERDICT_WORDS[r.verdict]}${r.kind ? ` (${r.kind})` : ''} (${what}${bad > 0 ? `, ${bad} disallowed` : ''}, ${r.findings.length} finding${r.findings.length === 1 ? '' : 's'})\n`);
 }

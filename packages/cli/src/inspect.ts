@@ -1,3 +1,0 @@
-/** `tensorport inspect` is the library's `inspectPath`. */
-export { inspectPath as inspect } from 'tensorport/node';
-export type { DtypeTotal, InspectReport, InspectTensor } from 'tensorport';
