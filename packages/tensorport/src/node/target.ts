@@ -82,17 +82,19 @@ export class FileTarget implements OutputTarget {
         if (await sameFile(input, join(this.path, s))) throw new TensorportError('SameInputOutput', `writing into ${this.path} would remove the input ${input}`, { path: input });
       }
     }
+    // Entries this write leaves but a loader would read with it: the other layout's entry file, old shards.
+    const leftovers = [...shadowing, ...stale].sort();
     if (this.options.force !== true) {
-      for (const p of [...outs, ...shadowing.map((s) => join(this.path, s))]) {
+      for (const p of outs) {
         if (await exists(p)) throw new TensorportError('OutputExists', `${p} already exists (use --force to replace it)`, { path: p });
       }
-      if (stale.length > 0) {
-        const first = join(this.path, stale[0]!);
-        const others = stale.length > 1 ? ` (so do ${stale.slice(1).join(', ')})` : '';
+      if (leftovers.length > 0) {
+        const first = join(this.path, leftovers[0]!);
+        const others = leftovers.length > 1 ? ` (so do ${leftovers.slice(1).join(', ')})` : '';
         throw new TensorportError('OutputExists', `${first} already exists and would be loaded with the new weights${others}: use --force to remove them with this write`, { path: first });
       }
     }
-    for (const s of [...shadowing, ...stale]) this.shadows.add(s);
+    for (const s of leftovers) this.shadows.add(s);
     if (!(await exists(this.path))) {
       await mkdir(this.path, { recursive: true }).catch((e: unknown) => {
         throw new TensorportError('IoError', `cannot create directory ${this.path}: ${(e as Error).message}`, { path: this.path, cause: e });
