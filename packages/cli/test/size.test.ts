@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatBytes, parseSize } from '../src/size.ts';
+import { formatBytes, isFractionalBytes, parseSize } from '../src/size.ts';
 
 describe('parseSize (Hugging Face size strings)', () => {
   it('reads decimal units as powers of 10 and binary units as powers of 2', () => {
@@ -20,6 +20,17 @@ describe('parseSize (Hugging Face size strings)', () => {
     for (const bad of ['', 'GB', '-5GB', '5XB', '5 G B', '1e9', '0x10', '5GB5', 'NaN', '99999999999999999999TB']) {
       expect(parseSize(bad), bad).toBeNull();
     }
+  });
+
+  it('refuses sizes that are not a whole number of bytes, in exact decimal arithmetic (1.1KB is 1100, not 1100.0000000000002)', () => {
+    for (const bad of ['1.5', '0.5B', '1.0001KB', '1.5KiB0']) expect(parseSize(bad), bad).toBeNull();
+    expect(isFractionalBytes('1.5')).toBe(true);
+    expect(isFractionalBytes('1.0001KB')).toBe(true);
+    expect(isFractionalBytes('1.5GB')).toBe(false);
+    expect(parseSize('1.1KB')).toBe(1100);
+    expect(parseSize('1.5KiB')).toBe(1536);
+    expect(parseSize('2.50MB')).toBe(2_500_000);
+    expect(parseSize('0.001KB')).toBe(1);
   });
 
   it('refuses a decimal unit with a lowercase b, which transformers reads as bits', () => {

@@ -43,6 +43,8 @@ describe('usage errors exit 2 with one line on stderr', () => {
     ['bad --max-shard-size', ['convert', minimal, 'out/', '--max-shard-size', 'lots'], /^tensorport: usage: .*'--max-shard-size <size>' argument 'lots' is invalid/],
     ['--max-shard-size in bits', ['convert', minimal, 'out/', '--max-shard-size', '5Gb'], /^tensorport: usage: .*lowercase 'b' means bits.*write 5GB/],
     ['zero --max-shard-size', ['convert', minimal, 'out/', '--max-shard-size', '0'], /^tensorport: usage: /],
+    ['a fraction of a byte as --max-shard-size', ['convert', minimal, 'out/', '--max-shard-size', '1.5'], /^tensorport: usage: .*1\.5 is not a whole number of bytes/],
+    ['--max-shard-size 1.0001KB (1000.1 bytes)', ['convert', minimal, 'out/', '--max-shard-size', '1.0001KB'], /not a whole number of bytes/],
   ];
   for (const [what, args, pattern] of cases) {
     it(what, async () => {
