@@ -73,7 +73,7 @@ export async function convertPath(options: ConvertPathOptions): Promise<ConvertP
   }
   const to = options.to ?? formatForOutput(options.output, target.directory, options.registry);
   if (options.metadata !== undefined && to !== 'safetensors') {
-    throw new TensorportError('InvalidOption', `metadata entries need a safetensors output: ${to} has no __metadata__`, { path: options.output });
+    throw new TensorportError('InvalidOption', `metadata entries need a safetensors output (they go into its __metadata__): a ${to} output has no such field`, { path: options.output });
   }
   const write: WriteOptionsByFormat = {
     ...options.write,
