@@ -17,3 +17,4 @@ export { llamaToGguf, llamaFromGguf, type LlamaToGgufOptions, type LlamaToGgufRe
 export { mlxAffineToGguf, mlxMxfp4ToGguf, type MlxAffineWeight, type MlxMxfp4Weight, type MlxToGgufOptions, type MlxToGgufReport } from './mlx.ts';
 export { ggufFormat, type GgufOpenOptions, type GgufFormatWriteOptions } from './format.ts';
 export { summarizeGguf, type GgufSummary } from './summary.ts';
+export { ggufIdentifier, GGUF_KINDS } from './identify.ts';

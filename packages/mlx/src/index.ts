@@ -54,3 +54,4 @@ export {
 } from './model.ts';
 export { pyFloat, pythonJson } from './pyjson.ts';
 export { inspectQuantization, layerInfo, readConfig, MAX_CONFIG_BYTES as MAX_MLX_CONFIG_BYTES, type MlxLayerInfo } from './inspect.ts';
+export { mlxIdentifier, quantizedPairs, MLX_KINDS, type NpyDescrReader } from './identify.ts';

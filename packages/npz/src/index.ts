@@ -7,3 +7,4 @@ export { descrToDtype, dtypeToDescr } from './descr.ts';
 export { parsePyLiteral, PyTuple, type PyValue } from './literal.ts';
 export { DEFAULT_MAX_FORTRAN_BYTES } from './descriptor.ts';
 export { npzFormat, npyFormat, type NpzOpenOptions, type NpyOpenOptions, type NpzFormatWriteOptions } from './format.ts';
+export { npzIdentifier, npyMemberDescr, NPZ_KINDS } from './identify.ts';

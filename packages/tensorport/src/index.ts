@@ -9,7 +9,9 @@ export {
 } from '@tensorport/core';
 export { npzFormat, npyFormat } from '@tensorport/npz';
 export { torchFormat } from '@tensorport/torch-zip';
-export { createRegistry, defaultRegistry, FORMATS, type AnyFormat, type Detected, type Registry } from './registry.ts';
+export { createRegistry, defaultRegistry, FORMATS, type AnyFormat, type Detected, type Registry, type RegistryOptions } from './registry.ts';
+export { createIdentify, identify, IDENTIFIERS, KINDS, type Identify } from './identify.ts';
+export type { Identification, IdentifyOptions, KindIdentifier, KindInfo } from '@tensorport/core';
 export { openInput, type Opened, type PipelineOptions, type ReadOptions } from './pipeline/open.ts';
 export { castTarget, checkWritten, convert, verifyContent, writerFor, type ConvertOptions, type ConvertReport, type DirectoryLayout, type SideFile, type Transform, type Transformed, type WriteOptionsByFormat } from './pipeline/convert.ts';
 export { mlxDequantize, mlxQuantize, mlxRepack, type MlxTransformHooks } from './transforms.ts';

@@ -1,7 +1,8 @@
-import { extensionOf, identify, safetensorsFormat, TensorportError, type Context, type Finding, type Format } from '@tensorport/core';
+import { extensionOf, safetensorsFormat, TensorportError, type Context, type Finding, type Format } from '@tensorport/core';
 import { ggufFormat } from '@tensorport/gguf';
 import { npyFormat, npzFormat } from '@tensorport/npz';
 import { torchFormat } from '@tensorport/torch-zip';
+import { identify as identifyAll, type Identify } from './identify.ts';
 
 /** Any format, whatever its own option types. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -21,19 +22,28 @@ export interface Registry {
   detect(ctx: Context): Promise<Detected>;
   /** The first format whose sniffer recognises the input, without the extension fallback; never throws for unknown content. */
   sniff(ctx: Context): Promise<AnyFormat | undefined>;
+  /** Names a file in words (what detect's refusals say): assembled from the format packages' identifiers. */
+  readonly identify: Identify;
 }
 
-export function createRegistry(formats: readonly AnyFormat[]): Registry {
+export interface RegistryOptions {
+  /** How files no format reads are named in errors (default: every package's identifiers). */
+  identify?: Identify;
+}
+
+export function createRegistry(formats: readonly AnyFormat[], options: RegistryOptions = {}): Registry {
   const list = [...formats];
+  const identify = options.identify ?? identifyAll;
   return {
     formats: list,
+    identify,
     byName: (name) => list.find((f) => f.name === name),
-    detect: (ctx) => detect(list, ctx),
+    detect: (ctx) => detect(list, identify, ctx),
     sniff: (ctx) => sniff(list, ctx),
   };
 }
 
-/** Kinds of core's identify that mean "no content tensorport recognises": the extension may then decide. */
+/** Kinds of identify that mean "no content tensorport recognises": the extension may then decide. */
 const UNRECOGNISED = new Set(['unknown', 'empty']);
 
 async function sniff(formats: readonly AnyFormat[], ctx: Context): Promise<AnyFormat | undefined> {
@@ -41,7 +51,7 @@ async function sniff(formats: readonly AnyFormat[], ctx: Context): Promise<AnyFo
   return undefined;
 }
 
-async function detect(formats: readonly AnyFormat[], ctx: Context): Promise<Detected> {
+async function detect(formats: readonly AnyFormat[], identify: Identify, ctx: Context): Promise<Detected> {
   let format = await sniff(formats, ctx);
   if (ctx.entry === null) {
     if (format) return { format, warnings: [] };

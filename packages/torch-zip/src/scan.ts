@@ -1,9 +1,10 @@
-import { BytesSource, identify, openZip, SliceSource, TensorportError, type ByteSource, type DeflateCodec, type Finding, type ZipArchive, type ZipEntry } from '@tensorport/core';
+import { BytesSource, CORE_IDENTIFIERS, identifyWith, openZip, SliceSource, TensorportError, type ByteSource, type DeflateCodec, type Finding, type ZipArchive, type ZipEntry } from '@tensorport/core';
 import { startsWithNpyMagic } from '@tensorport/npz';
 import { runPickle, type RunResult } from './pickle/interpreter.ts';
 import type { PickleLimits } from './pickle/limits.ts';
 import { DEFAULT_MAX_PICKLE_BYTES, runPickleAt } from './pickle/stream.ts';
 import { isContainer, type PyValue } from './pickle/values.ts';
+import { torchIdentifier } from './format/identify.ts';
 import { npyPickleOffset } from './scan-npy.ts';
 import type { CapturedRun, PickleCapture } from './torch/captured.ts';
 import { objectMode } from './torch/extract-objects.ts';
@@ -46,7 +47,15 @@ export interface ScanOptions {
   maxPickleBytes?: number;
   /** Name used in findings. */
   path?: string;
+  /**
+   * Names a file that is not a pickle (its `kind` says whether it is a format with none). The
+   * `tensorport` library passes the `identify` it assembles from every format package; the
+   * default knows torch's kinds and core's (safetensors, HDF5, ONNX, JSON…), not GGUF.
+   */
+  identify?: (source: ByteSource) => Promise<{ kind: string }>;
 }
+
+const OWN_IDENTIFIERS = [torchIdentifier, ...CORE_IDENTIFIERS];
 
 /** Findings listed per report; a pickle naming a million distinct globals gets a count beyond it. */
 const MAX_FINDINGS = 1000;
@@ -224,7 +233,7 @@ async function scanPickleStream(source: ByteSource, report: Report, opts: Checkp
       const op = typeof failedAt === 'number' && failedAt < source.size ? (await source.read(failedAt, 1))[0] : undefined;
       // a PROTO opcode declares a pickle: a broken one is unsafe; other bytes may be another format
       if (!isPickle(r, op) && (await source.read(0, 1))[0] !== PROTO) {
-        const kind = await identify(source).then((i) => i.kind, () => 'unknown');
+        const kind = await (opts.identify ?? ((s: ByteSource) => identifyWith(OWN_IDENTIFIERS, s)))(source).then((i) => i.kind, () => 'unknown');
         if (NOT_PICKLES.has(kind)) {
           report.kind = kind;
           return false;

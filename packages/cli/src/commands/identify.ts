@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { stat } from 'node:fs/promises';
-import { TensorportError, identify, isRemoteInput, type Finding, type Identification } from '@tensorport/core';
+import { TensorportError, isRemoteInput, type Finding, type Identification } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
-import { defaultRegistry } from 'tensorport';
+import { defaultRegistry, identify } from 'tensorport';
 import { withPath } from '../probe.ts';
 import { describeError, describeFinding, escapeTerminal } from '../report.ts';
 

@@ -1,5 +1,6 @@
 import type { Context, Finding } from '@tensorport/core';
 import { allowedGlobals, scanContext, type ScanReport } from '@tensorport/torch-zip';
+import { identify } from '../identify.ts';
 
 export interface ScanResult {
   path: string;
@@ -25,7 +26,8 @@ export interface ScanResult {
  * pickle members (torch archives, npz object arrays), a legacy torch stream, a bare .pkl, an object .npy.
  */
 export async function scan(ctx: Context): Promise<ScanResult> {
-  const r = await scanContext(ctx);
+  // every package's identify names the files that hold no pickle (GGUF included)
+  const r = await scanContext(ctx, undefined, { identify: (source) => identify(source) });
   const allowed = new Set(allowedGlobals());
   const path = ctx.name;
   return {

@@ -1,31 +1,14 @@
 import { baseName, detectFormat, extensionOf, TensorportError, withProgress, type Context, type Format } from '@tensorport/core';
 import { writeTorchCheckpoint } from '../torch/writer.ts';
+import { isLegacyTorchHead, torchArchiveKind, TORCH_EXTENSIONS } from './identify.ts';
 import { firstPresent, isShardedTorch, openShardedTorch, TORCH_INDEX_FILES, TORCH_SINGLE_FILES, validateShardedTorch } from './sharded.ts';
 import { openTorchFile, validateTorchFile, type TorchOpenOptions } from './single.ts';
-
-export const TORCH_EXTENSIONS = ['.pt', '.pth', '.bin', '.ckpt'];
-
-/** PROTO 2, LONG1 of 10 bytes: the magic number torch's legacy save writes first. */
-const LEGACY_HEAD = [0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19];
-
-/**
- * What a ZIP's member names say about torch: every member under one `<prefix>/`, with
- * `<prefix>/data.pkl` (torch.save) or `<prefix>/constants.pkl` / `<prefix>/code/` (TorchScript,
- * which the reader refuses precisely).
- */
-export function torchArchiveKind(names: readonly string[]): 'torch-zip' | 'torchscript' | null {
-  const prefixes = new Set(names.map((n) => (n.includes('/') ? n.slice(0, n.indexOf('/')) : '')));
-  if (prefixes.size !== 1 || prefixes.has('')) return null;
-  const [p] = prefixes;
-  if (names.includes(`${p}/constants.pkl`) || names.some((n) => n.startsWith(`${p}/code/`))) return 'torchscript';
-  return names.includes(`${p}/data.pkl`) ? 'torch-zip' : null;
-}
 
 async function sniffFile(ctx: Context): Promise<boolean> {
   const head = await ctx.head();
   const kind = detectFormat(head, await ctx.size());
   if (kind === 'json') return ctx.entry!.endsWith('.bin.index.json');
-  if (kind === 'pickle') return LEGACY_HEAD.every((b, i) => head[i] === b);
+  if (kind === 'pickle') return isLegacyTorchHead(head);
   if (kind !== 'zip') return false;
   try {
     return torchArchiveKind((await ctx.zip()).entries.map((e) => e.name)) !== null;
@@ -66,3 +49,4 @@ export const torchFormat: Format<TorchOpenOptions, object> = {
 
 export { TORCH_INDEX_FILE, TORCH_INDEX_FILES, TORCH_SINGLE_FILE, TORCH_SINGLE_FILES, openShardedTorch, validateShardedTorch, type ShardedTorchCheckpoint } from './sharded.ts';
 export { disallowedGlobals, openTorchFile, scanContext, validateTorchFile, type TorchOpenOptions } from './single.ts';
+export { isLegacyTorchHead, torchArchiveKind, torchIdentifier, TORCH_EXTENSIONS, TORCH_KINDS } from './identify.ts';

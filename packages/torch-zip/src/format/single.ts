@@ -1,6 +1,6 @@
 import { detectFormat, TensorportError, toFinding, type Context, type Finding, type ValidationReport, type ZipArchive } from '@tensorport/core';
 import { allowedGlobals } from '../torch/allowlist.ts';
-import { scanCheckpoint, type ScanReport } from '../scan.ts';
+import { scanCheckpoint, type CheckpointScanOptions, type ScanReport } from '../scan.ts';
 import type { PickleCapture } from '../torch/captured.ts';
 import type { TorchCheckpoint } from '../torch/assemble.ts';
 import { openTorchCheckpoint, type OpenTorchOptions } from '../torch/open.ts';
@@ -40,11 +40,12 @@ async function sharedArchive(ctx: Context, file?: string): Promise<{ archive?: Z
 
 /**
  * Scans a file's pickles (never running them): the report `tensorport scan` prints. With
- * `capture`, the pickles a reader assembles run in its configuration and are left there.
+ * `capture`, the pickles a reader assembles run in its configuration and are left there;
+ * `identify` names files that hold no pickle (the library passes the one it assembles).
  */
-export async function scanContext(ctx: Context, file?: string, capture?: PickleCapture): Promise<ScanReport> {
+export async function scanContext(ctx: Context, file?: string, options: Pick<CheckpointScanOptions, 'capture' | 'identify'> = {}): Promise<ScanReport> {
   const source = await ctx.source(file);
-  return scanCheckpoint(source, { path: source.name, ...(ctx.codec ? { zipCodec: ctx.codec } : {}), ...(await sharedArchive(ctx, file)), ...(capture ? { capture } : {}) });
+  return scanCheckpoint(source, { ...options, path: source.name, ...(ctx.codec ? { zipCodec: ctx.codec } : {}), ...(await sharedArchive(ctx, file)) });
 }
 
 /** The globals of a scan that are not on the allowlist, `module.name`. */
@@ -71,7 +72,7 @@ function unsafe(path: string, scan: ScanReport, allowObjects: boolean): Tensorpo
  */
 export async function openTorchFile(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<TorchCheckpoint> {
   const capture: PickleCapture = { allowObjects: options?.allowObjects === true };
-  const scan = await scanContext(ctx, file, capture);
+  const scan = await scanContext(ctx, file, { capture });
   // extraction mode lets foreign names through (as placeholders), never any other finding
   const onlyForeign = capture.allowObjects && scan.verdict === 'unsafe' && scan.findings.every((f) => f.code === 'PickleDisallowedGlobal');
   if (!scan.safe && !onlyForeign) throw unsafe(ctx.path(file), scan, capture.allowObjects);

@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { identify } from '../src/identify/index.ts';
-import { BytesSource } from '../src/io/source.ts';
+import { BytesSource } from '@tensorport/core';
+import { identify } from '../src/identify.ts';
 
 /**
  * Issue 11 item 14: Flax msgpack, Keras 3 `.keras` and torch.export `.pt2` files were "no format

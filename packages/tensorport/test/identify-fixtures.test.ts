@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { identify } from '../src/identify/index.ts';
-import { FileSource } from '../src/node/index.ts';
+import { FileSource } from '@tensorport/core/node';
+import { identify } from '../src/identify.ts';
 
 const DIR = join(import.meta.dirname, '../../../fixtures/identify');
 

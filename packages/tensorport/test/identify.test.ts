@@ -1,11 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { identify } from '../src/identify/index.ts';
-import { BytesSource } from '../src/io/source.ts';
-import { MemorySink } from '../src/io/sink.ts';
-import { ZipWriter } from '../src/zip/writer.ts';
-import { TensorportError } from '../src/errors.ts';
-import { validFile } from './helpers/safetensors-bytes.ts';
+import { BytesSource, MemorySink, TensorportError, ZipWriter } from '@tensorport/core';
+import { validFile } from '../../core/test/helpers/safetensors-bytes.ts';
+import { identify } from '../src/identify.ts';
 
 const enc = new TextEncoder();
 
