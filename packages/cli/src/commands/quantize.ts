@@ -24,7 +24,8 @@ export function registerQuantize(program: Command, io: CommandIO): void {
       `
 A directory output gets model.safetensors (or 5 GiB shards) + model.safetensors.index.json +
 config.json with "quantization"/"quantization_config", plus the input directory's tokenizer and
-other small files. A file output records bits, group size and mode in __metadata__.
+other small files. A file output is any format convert writes (.safetensors, .npz, .pt, or --to);
+a safetensors file records bits, group size and mode in __metadata__.
 
 Examples:
   $ tensorport quantize ./Llama-3.2-1B/ ./Llama-3.2-1B-4bit/
