@@ -5,8 +5,8 @@
  * commands copy the same set, so `from_pretrained(out/)` and mlx_lm.load(out/) find what they need
  * (mlx-lm's own convert copies these patterns too).
  *
- * Only a directory input (or its index file, the directory's entry point) carries them: a lone file
- * picked out of a folder (a download directory, say) is converted alone.
+ * Only a directory input carries them: a file, an index file included, is converted alone (its
+ * folder may hold other things: a download directory, test fixtures' manifests).
  */
 import type { Context, Finding, Folder } from '@tensorport/core';
 
@@ -43,9 +43,9 @@ export function isCarriedFile(name: string): boolean {
   return !name.startsWith('.') && CARRIED.test(name) && !name.endsWith('.index.json');
 }
 
-/** True when the input is a model directory (or its index file), whose side files go with it. */
+/** True when the input is a model directory, whose side files go with it. */
 export function carriesModelFiles(ctx: Context): boolean {
-  return ctx.entry === null || ctx.entry.endsWith('.index.json');
+  return ctx.entry === null;
 }
 
 /**
@@ -58,7 +58,7 @@ export async function carriedFiles(ctx: Context, warnings: Finding[], except: Re
   const folder = ctx.folder;
   const out: CarriedFile[] = [];
   for (const name of carries(folder) ? await folder.entries() : await folder.list()) {
-    if (!isCarriedFile(name) || except.has(name) || name === ctx.entry) continue;
+    if (!isCarriedFile(name) || except.has(name)) continue;
     const read = carries(folder) ? await folder.carry(name, MAX_CARRIED_BYTES) : await readCapped(folder, name);
     if ('skipped' in read) warnings.push({ code: 'FileNotCopied', message: `${name} not copied: ${read.skipped}`, path: folder.path(name) });
     else out.push({ name, bytes: read.bytes });
