@@ -5,7 +5,7 @@
  * force and removed with it, in the same all-or-nothing commit (a failed check puts everything back).
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -59,6 +59,33 @@ describe('stale weight files in the output directory', () => {
     expect((await readdir(out)).sort()).toEqual(['model-00001-of-00002.safetensors', 'model.safetensors']);
     expect(await sha(join(out, 'model.safetensors'))).toBe(before);
     expect(await readFile(join(out, 'model-00001-of-00002.safetensors'), 'utf8')).toBe('an old shard');
+  });
+});
+
+describe('side files of a model directory', () => {
+  it('a directory input carries them, a file input does not, the input directory as output keeps its own', async () => {
+    const root = await tempDir();
+    const src = join(root, 'src');
+    await mkdir(src);
+    await copyFile(join(REPO, 'fixtures/torch/checkpoints/transformers.pt'), join(src, 'pytorch_model.bin'));
+    await writeFile(join(src, 'config.json'), '{"model_type": "llama", "rms_norm_eps": 1e-05}');
+    await writeFile(join(src, 'tokenizer.json'), '{"version": "1.0"}');
+    await writeFile(join(src, '.hidden.json'), '{}');
+    await writeFile(join(src, 'README.md'), 'not carried');
+
+    const dir = await convertPath({ input: src, output: join(root, 'a/'), fsync: false });
+    expect(dir.copied.sort()).toEqual(['config.json', 'tokenizer.json']);
+    expect((await readdir(join(root, 'a'))).sort()).toEqual(['config.json', 'model.safetensors', 'tokenizer.json']);
+    expect(await readFile(join(root, 'a', 'config.json'), 'utf8')).toBe('{"model_type": "llama", "rms_norm_eps": 1e-05}');
+
+    const file = await convertPath({ input: join(src, 'pytorch_model.bin'), output: join(root, 'b/'), fsync: false });
+    expect(file.copied).toEqual([]);
+    expect(await readdir(join(root, 'b'))).toEqual(['model.safetensors']);
+
+    // In place (.bin beside, safetensors added): the side files are already there.
+    const inPlace = await convertPath({ input: src, output: src, fsync: false });
+    expect(inPlace.copied).toEqual([]);
+    expect((await readdir(src)).sort()).toEqual(['.hidden.json', 'README.md', 'config.json', 'model.safetensors', 'pytorch_model.bin', 'tokenizer.json']);
   });
 });
 

@@ -8,11 +8,12 @@ import { defaultRegistry, type Registry } from '../registry.ts';
 import { scan, type ScanResult } from '../pipeline/scan.ts';
 import { validate, type ValidateReport } from '../pipeline/validate.ts';
 import type { DiffOptions } from '@tensorport/core';
+import { sameFile } from '@tensorport/core/node';
 import { pathContext, withPath } from './folder.ts';
 import { FileTarget } from './target.ts';
 
-/** `convert`'s options over paths: `dtype`, `transform`, `write`, `verify`, `gguf` and `onProgress` mean what they mean there. */
-export interface ConvertPathOptions extends PipelineOptions, Pick<ConvertOptions, 'dtype' | 'transform' | 'write' | 'verify' | 'gguf' | 'onProgress'> {
+/** `convert`'s options over paths: `dtype`, `transform`, `write`, `verify`, `carry`, `gguf` and `onProgress` mean what they mean there. */
+export interface ConvertPathOptions extends PipelineOptions, Pick<ConvertOptions, 'dtype' | 'transform' | 'write' | 'verify' | 'carry' | 'gguf' | 'onProgress'> {
   /** A checkpoint file (format detected from its bytes), a checkpoint directory or its index file. */
   input: string;
   /** A file path, or a directory (existing, or ending with '/') that receives the format's file names. */
@@ -85,6 +86,8 @@ export async function convertPath(options: ConvertPathOptions): Promise<ConvertP
     },
     npz: { ...options.write?.npz, ...(options.compress ? { compress: true } : {}) },
   };
+  // Written into the input directory itself, its side files are already there.
+  const carry = options.carry !== false && !(await sameFile(options.input, options.output));
   return withPath(options.input, async (input) => {
     const r = await convert({
       input,
@@ -96,6 +99,7 @@ export async function convertPath(options: ConvertPathOptions): Promise<ConvertP
       ...(options.registry ? { registry: options.registry } : {}),
       ...(options.read ? { read: options.read } : {}),
       ...(options.verify ? { verify: true } : {}),
+      ...(carry ? {} : { carry: false }),
       ...(options.gguf ? { gguf: options.gguf } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
