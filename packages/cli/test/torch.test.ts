@@ -59,6 +59,16 @@ describe('torch checkpoints through the CLI', () => {
     expect((JSON.parse(r.stdout) as { tensors: Array<{ name: string }> }).tensors.map((t) => t.name).sort()).toEqual(['layer.bias', 'layer.weight']);
   });
 
+  it('--select naming a value with no tensor (epoch) is refused, naming it; no empty file is written (issue 11)', async () => {
+    const dir = await tempDir();
+    const out = join(dir, 'e.safetensors');
+    const r = await tensorport('convert', join(TORCH, 'checkpoints/nested.pt'), out, '--select', 'epoch');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('TensorNotFound');
+    expect(r.stderr).toContain('select: "epoch" is an int, not a tensor');
+    await expect(readFile(out)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
   it('safetensors → .pt → safetensors gives the same file back, byte for byte; npz → .pt → npz keeps the tensors', async () => {
     const dir = await tempDir();
     const a = join(dir, 'a.safetensors');
