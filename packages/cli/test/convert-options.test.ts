@@ -3,18 +3,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { FORMATS, convert, createRegistry, main, type AnyFormat } from '../src/index.ts';
+import { FORMATS, convert, createRegistry, type AnyFormat } from '../src/index.ts';
 import { FIXTURES, fileSha256, listDir, tempDir, tensorDigests } from './helpers.ts';
+import { runInProcess as run } from './in-process.ts';
 
 const transformer = join(FIXTURES, 'transformer_shard.safetensors');
 const minimal = join(FIXTURES, 'minimal.safetensors');
-
-async function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } });
-  return { code, stdout, stderr };
-}
 
 describe('output formats: the extension names one tensorport writes, or --to does', () => {
   it('.onnx, .h5, .foo and an extensionless path are refused (exit 2) naming the formats and --to; nothing is written', async () => {

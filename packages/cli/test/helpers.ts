@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, open, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,22 @@ export function tensorport(...args: string[]): Promise<Run> {
       done({ code, stdout, stderr });
     });
   });
+}
+
+/** A safetensors file of one F32 tensor of `bytes` data bytes, all zeros and sparse (a hole: instant to write and to read). */
+export async function sparseSafetensors(path: string, bytes: number): Promise<void> {
+  let header = JSON.stringify({ w: { dtype: 'F32', shape: [bytes / 4], data_offsets: [0, bytes] } });
+  header += ' '.repeat((8 - (header.length % 8)) % 8);
+  const head = Buffer.alloc(8 + header.length);
+  head.writeBigUInt64LE(BigInt(header.length), 0);
+  head.write(header, 8, 'latin1');
+  const f = await open(path, 'w');
+  try {
+    await f.write(head, 0, head.length, 0);
+    await f.truncate(head.length + bytes);
+  } finally {
+    await f.close();
+  }
 }
 
 export interface Manifest {

@@ -1,21 +1,8 @@
 import { spawn } from 'node:child_process';
-import { open, readdir, writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, fileSha256, tempDir, tensorport, FIXTURES } from './helpers.ts';
-
-/** A safetensors file of one F32 tensor of `bytes` bytes whose data is a hole (sparse: nothing to read from disk). */
-async function sparseCheckpoint(path: string, bytes: number): Promise<void> {
-  let header = JSON.stringify({ w: { dtype: 'F32', shape: [bytes / 4], data_offsets: [0, bytes] } });
-  header += ' '.repeat((8 - (header.length % 8)) % 8);
-  const head = Buffer.alloc(8 + header.length);
-  head.writeBigUInt64LE(BigInt(header.length), 0);
-  head.write(header, 8, 'latin1');
-  const f = await open(path, 'w');
-  await f.write(head);
-  await f.truncate(head.length + bytes);
-  await f.close();
-}
+import { CLI, FIXTURES, fileSha256, sparseSafetensors, tempDir, tensorport } from './helpers.ts';
 
 /** Starts `tensorport convert`, sends SIGINT once a temp file of ours appears under `watch`, resolves to the exit and stderr. */
 function interruptWhileWriting(args: string[], watch: string): Promise<{ code: number | null; signal: string | null; stderr: string; sawTemp: boolean }> {
@@ -50,7 +37,7 @@ describe('Ctrl-C during convert', { timeout: 90_000 }, () => {
   it('a file output: exit 130, one line saying nothing was written, no output and no temp file left', async () => {
     const dir = await tempDir();
     const input = join(dir, 'big.safetensors');
-    await sparseCheckpoint(input, 512 * 2 ** 20);
+    await sparseSafetensors(input, 512 * 2 ** 20);
     const out = join(dir, 'out.safetensors');
     const r = await interruptWhileWriting([input, out], dir);
     expect(r.sawTemp).toBe(true);
@@ -62,7 +49,7 @@ describe('Ctrl-C during convert', { timeout: 90_000 }, () => {
   it('over an existing model directory with --force: the old files are as they were, and the line says so', async () => {
     const dir = await tempDir();
     const input = join(dir, 'big.safetensors');
-    await sparseCheckpoint(input, 512 * 2 ** 20);
+    await sparseSafetensors(input, 512 * 2 ** 20);
     const model = join(dir, 'model');
     expect((await tensorport('convert', join(FIXTURES, 'minimal.safetensors'), `${model}/`)).code).toBe(0);
     await writeFile(join(model, 'config.json'), '{}\n');

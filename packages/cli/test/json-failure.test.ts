@@ -2,18 +2,10 @@ import { copyFile, truncate } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { main } from '../src/index.ts';
 import { FIXTURES, listDir, tempDir, tensorport } from './helpers.ts';
+import { runInProcess as run } from './in-process.ts';
 
 const transformer = join(FIXTURES, 'transformer_shard.safetensors');
-
-/** The command line in this process (no build needed): exit code, stdout, stderr. */
-async function run(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await main(args, { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) } });
-  return { code, stdout, stderr };
-}
 
 /** stdout must be exactly one JSON object (JSON.parse refuses two). */
 function failure(stdout: string): { ok: boolean; exitCode: number; error: Record<string, unknown> } {
