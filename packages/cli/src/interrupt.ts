@@ -25,14 +25,17 @@ function snapshot(path: string): string | null {
 }
 
 /**
- * Runs `work`; a Ctrl-C (SIGINT) meanwhile ends the process with exit code 130 and one line on
- * stderr saying what is left at `output`. core's cleanup (temp files, multi-file rollbacks) runs on
- * the process's exit before that line is decided, so the line reports what the rollback did:
- * nothing written (the output is absent, or as it was before), else that it may be incomplete.
+ * Runs `work`; a Ctrl-C (SIGINT) meanwhile runs `cleanup` (a progress bar cleared), then ends the
+ * process with exit code 130 and one line on stderr saying what is left at `output`. core's cleanup
+ * (temp files, multi-file rollbacks) runs on the process's exit before that line is decided, so the
+ * line reports what the rollback did: nothing written (the output is absent, or as it was before),
+ * else that it may be incomplete.
  */
-export async function interruptible<T>(output: string, err: (text: string) => void, work: () => Promise<T>): Promise<T> {
+export async function interruptible<T>(output: string, err: (text: string) => void, work: () => Promise<T>, cleanup?: () => void): Promise<T> {
   const before = snapshot(output);
   const onSigint = (): void => {
+    // e.g. clearing a progress bar, so the line below starts a line of its own
+    cleanup?.();
     // Added now, so it runs after core's exit listener (installed when the first temp file was made).
     process.once('exit', () => {
       let after = snapshot(output);

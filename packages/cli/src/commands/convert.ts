@@ -91,7 +91,7 @@ Examples:
           ...(opts.ggufType || opts.keepBlocks ? { gguf: { ...(opts.ggufType ? { type: opts.ggufType } : {}), ...(opts.keepBlocks ? { keepBlocks: true } : {}) } } : {}),
           ...(bar.onProgress ? { onProgress: bar.onProgress } : {}),
         }).finally(bar.finish);
-      const result = ctx.handleSignals ? await interruptible(output, ctx.err, run) : await run();
+      const result = ctx.handleSignals ? await interruptible(output, ctx.err, run, bar.finish) : await run();
       if (opts.json) {
         ctx.out(`${JSON.stringify(result, null, 2)}\n`);
         return;
