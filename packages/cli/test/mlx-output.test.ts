@@ -3,7 +3,7 @@
  * flags: --verify (the output re-read and diffed), --no-fsync (same bytes, less durability), and
  * every file format the registry writes (.npz, .pt read back by the real numpy and torch).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeFloats } from '@tensorport/mlx';
 import { describe, expect, it } from 'vitest';
@@ -45,6 +45,15 @@ describe('quantize/dequantize/repack with convert\'s output flags', () => {
     expect(await listDir(join(root, 'a'))).toEqual(files);
     expect(await listDir(join(root, 'b'))).toEqual(files);
     for (const f of files) expect(await fileSha256(join(root, 'b', f)), f).toBe(await fileSha256(join(root, 'a', f)));
+    // config.json is the input's text with the quantization sections edited in (issue 11 item 3): Python's floats stay.
+    const config = await readFile(join(root, 'a', 'config.json'), 'utf8');
+    expect(config).toContain('"rms_norm_eps": 1e-05');
+    expect(config).toContain('"rope_theta": 10000.0');
+    expect(JSON.parse(config).quantization).toEqual({ group_size: 64, bits: 4, mode: 'affine' });
+    expect((await tensorport('dequantize', join(root, 'a'), `${join(root, 'back')}/`, '--verify')).code).toBe(0);
+    const back = await readFile(join(root, 'back', 'config.json'), 'utf8');
+    expect(back).toContain('"rope_theta": 10000.0');
+    expect(JSON.parse(back)).toEqual({ model_type: 'llama', rms_norm_eps: 1e-5, rope_theta: 10000 });
 
     const d = await tensorport('dequantize', join(root, 'a'), join(root, 'back.safetensors'), '--verify', '--no-fsync');
     expect(d.code).toBe(0);
