@@ -1,4 +1,5 @@
 import { TensorportError, toFinding, type ByteSource, type Finding } from '@tensorport/core';
+import { isLegacyTorchHead } from './format/identify.ts';
 import { scanCheckpoint, type ScanReport } from './scan.ts';
 import type { TorchCheckpoint } from './torch/assemble.ts';
 import { openTorchCheckpoint, type OpenTorchOptions } from './torch/open.ts';
@@ -48,7 +49,5 @@ export async function sniffTorchCheckpoint(source: ByteSource): Promise<'torch-z
     const name = new TextDecoder('utf-8', { fatal: false }).decode(head.subarray(30, 30 + n));
     return /^[^/]+\/data\.pkl$/.test(name) ? 'torch-zip' : null;
   }
-  // PROTO 2, LONG1 of 10 bytes: the legacy magic number 0x1950a86a20f9469cfc6c
-  const magic = [0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19];
-  return magic.every((b, i) => head[i] === b) ? 'torch-legacy' : null;
+  return isLegacyTorchHead(head) ? 'torch-legacy' : null;
 }
