@@ -5,7 +5,7 @@
  * force and removed with it, in the same all-or-nothing commit (a failed check puts everything back).
  */
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,22 @@ async function tempDir(): Promise<string> {
   const d = await mkdtemp(join(tmpdir(), 'tensorport-modeldir-'));
   dirs.push(d);
   return d;
+}
+/** Resolves once `path` exists; rejects with the process's failure if it ends first. */
+async function untilExists(path: string, process: Promise<string>): Promise<void> {
+  let ended = false;
+  void process.then(
+    () => (ended = true),
+    () => (ended = true),
+  );
+  for (;;) {
+    if (await stat(path).then(() => true, () => false)) return;
+    if (ended) {
+      await process;
+      throw new Error(`the Python process ended without writing ${path}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 const sha = async (p: string) => createHash('sha256').update(await readFile(p)).digest('hex');
 
@@ -103,64 +119,68 @@ describe.skipIf(!py)('a transformers model directory converted .bin → safetens
   it('copies config, generation config and tokenizer; from_pretrained and the tokenizer load the output', { timeout: 180_000 }, async () => {
     const root = await tempDir();
     const src = join(root, 'tiny');
-    // A tiny Llama saved by save_pretrained, with a generation config and a fast tokenizer; its weights
-    // as pytorch_model.bin, torch.save of the state dict as transformers 4 wrote it (5 writes safetensors only).
-    const made = await runPython(
+    // One Python process (torch + transformers import once): it saves a tiny Llama by save_pretrained,
+    // with a generation config and a fast tokenizer, its weights as pytorch_model.bin (torch.save of
+    // the state dict, as transformers 4 wrote it; 5 writes safetensors only), says "ready", waits
+    // for "go" while we convert, then loads the output.
+    const python = runPython(
       py!.exe,
       `${PRELUDE}
+import os, time
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-out = sys.argv[1]
+from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+src, out, root = sys.argv[1:4]
 torch.manual_seed(0)
 cfg = LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
                   num_key_value_heads=1, max_position_embeddings=64, tie_word_embeddings=False, rms_norm_eps=1e-05)
 m = LlamaForCausalLM(cfg).eval()
 m.generation_config = GenerationConfig(max_new_tokens=7, do_sample=False, bos_token_id=1, eos_token_id=2)
-m.save_pretrained(out)
-import os
-os.remove(os.path.join(out, "model.safetensors"))
-torch.save(m.state_dict(), os.path.join(out, "pytorch_model.bin"))
+m.save_pretrained(src)
+os.remove(os.path.join(src, "model.safetensors"))
+torch.save(m.state_dict(), os.path.join(src, "pytorch_model.bin"))
 vocab = {w: i for i, w in enumerate(["<unk>", "<s>", "</s>", "hello", "world"] + [f"w{i}" for i in range(35)])}
 tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
 tok.pre_tokenizer = pre_tokenizers.Whitespace()
-PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>").save_pretrained(out)
-ids = torch.tensor([[3, 4, 7, 9]])
+PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>").save_pretrained(src)
 with torch.no_grad():
-    print(json.dumps(m(ids).logits.flatten().tolist()))
-`,
-      { args: [src], timeout: 170_000 },
-    );
-    const logits = JSON.parse(made.trim().split('\n').pop()!) as number[];
-    const inputFiles = (await readdir(src)).sort();
-    expect(inputFiles).toContain('pytorch_model.bin');
-    expect(inputFiles).toEqual(expect.arrayContaining(['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']));
-
-    const out = join(root, 'out/');
-    const r = await convertPath({ input: src, output: out, fsync: false, verify: true });
-    expect(r.verified).toBe(true);
-    const carried = inputFiles.filter((f) => f !== 'pytorch_model.bin');
-    expect(r.copied.sort()).toEqual(carried);
-    expect((await readdir(out)).sort()).toEqual(['model.safetensors', ...carried].sort());
-    // Copied byte for byte: config.json keeps Python's 1e-05 and every other spelling.
-    for (const f of carried) expect(await sha(join(out, f)), f).toBe(await sha(join(src, f)));
-
-    const loaded = await runPython(
-      py!.exe,
-      `${PRELUDE}
-from transformers import AutoModelForCausalLM, AutoTokenizer
-m = AutoModelForCausalLM.from_pretrained(sys.argv[1]).eval()
-t = AutoTokenizer.from_pretrained(sys.argv[1])
+    made = m(torch.tensor([[3, 4, 7, 9]])).logits.flatten().tolist()
+open(os.path.join(root, "ready"), "w").close()
+deadline = time.time() + 150
+while not os.path.exists(os.path.join(root, "go")):
+    if time.time() > deadline:
+        sys.exit("no go")
+    time.sleep(0.05)
+m2 = AutoModelForCausalLM.from_pretrained(out).eval()
+t = AutoTokenizer.from_pretrained(out)
 ids = t("hello world w2 w4")["input_ids"]
 with torch.no_grad():
-    logits = m(torch.tensor([ids])).logits.flatten().tolist()
-print(json.dumps({"ids": ids, "logits": logits, "max_new_tokens": m.generation_config.max_new_tokens}))
+    logits = m2(torch.tensor([ids])).logits.flatten().tolist()
+print(json.dumps({"made": made, "ids": ids, "logits": logits, "max_new_tokens": m2.generation_config.max_new_tokens}))
 `,
-      { args: [out], timeout: 170_000 },
+      { args: [src, join(root, 'out'), root], timeout: 175_000 },
     );
-    const got = JSON.parse(loaded.trim().split('\n').pop()!) as { ids: number[]; logits: number[]; max_new_tokens: number };
+    const out = join(root, 'out/');
+    try {
+      await untilExists(join(root, 'ready'), python);
+      const inputFiles = (await readdir(src)).sort();
+      expect(inputFiles).toContain('pytorch_model.bin');
+      expect(inputFiles).toEqual(expect.arrayContaining(['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']));
+
+      const r = await convertPath({ input: src, output: out, fsync: false, verify: true });
+      expect(r.verified).toBe(true);
+      const carried = inputFiles.filter((f) => f !== 'pytorch_model.bin');
+      expect(r.copied.sort()).toEqual(carried);
+      expect((await readdir(out)).sort()).toEqual(['model.safetensors', ...carried].sort());
+      // Copied byte for byte: config.json keeps Python's 1e-05 and every other spelling.
+      for (const f of carried) expect(await sha(join(out, f)), f).toBe(await sha(join(src, f)));
+    } finally {
+      // Python loads whatever is there (and fails the test below if the convert did not happen).
+      await writeFile(join(root, 'go'), '');
+    }
+    const got = JSON.parse((await python).trim().split('\n').pop()!) as { made: number[]; ids: number[]; logits: number[]; max_new_tokens: number };
     expect(got.ids).toEqual([3, 4, 7, 9]);
     expect(got.max_new_tokens).toBe(7);
     // Same weights bit for bit, same computation: identical logits.
-    expect(got.logits).toEqual(logits);
+    expect(got.logits).toEqual(got.made);
   });
 });
