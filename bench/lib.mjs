@@ -5,7 +5,13 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const CLI = join(ROOT, 'packages/cli/dist/cli.js');
+/**
+ * The built packages a bench runs. TENSORPORT_BENCH_PACKAGES points at a private copy (`cp -a
+ * packages` with node_modules linked back) so that others' rebuilds of the packages' dist/ folders during a
+ * long run cannot change the code being measured halfway.
+ */
+export const PACKAGES = process.env.TENSORPORT_BENCH_PACKAGES ?? join(ROOT, 'packages');
+export const CLI = join(PACKAGES, 'cli/dist/cli.js');
 
 export function requireBuild() {
   if (!existsSync(CLI)) {

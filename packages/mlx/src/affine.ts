@@ -9,9 +9,9 @@
  * - `cpu`: `w_max` is the true maximum; rounding is `rint`, half to even.
  */
 import { TensorportError } from '@tensorport/core';
-import { packCodes, unpackCodes } from './bitstream.ts';
+import { checkStream } from './bitstream.ts';
 import { roundTo, type FloatDType } from './bytes.ts';
-import { roundHalfAway, roundHalfEven, roundInPlace } from './float.ts';
+import { roundBf16Lane, roundF16Lane, roundHalfAway, roundHalfEven, roundInPlace } from './float.ts';
 
 export type AffineVariant = 'gpu' | 'cpu';
 
@@ -95,42 +95,81 @@ export function affineGroup(w: ArrayLike<number>, start: number, groupSize: numb
   out[1] = bias;
 }
 
-/** Quantizes rows of `cols` values (f32 values widened exactly from `dtype`). */
+/**
+ * Quantizes rows of `cols` values (f32 values widened exactly from `dtype`). Codes go straight into
+ * their words: a group (32, 64 or 128 codes of 2–8 bits) is a whole number of words, so each
+ * group's bit stream starts on a word boundary and no byte-per-code array is needed.
+ */
 export function quantizeAffine(w: ArrayLike<number>, cols: number, options: AffineOptions): AffineQuantized {
   const { bits, groupSize } = options;
   checkAffineParams(bits, groupSize);
   const groups = checkCols(w.length, cols, groupSize);
   const variant = options.variant ?? 'gpu';
   const dtype = options.dtype ?? 'F32';
-  const nBins = (1 << bits) - 1;
-  const codes = new Uint8Array(w.length);
+  // One element type for the loops below (the callers pass Float32Array; anything else is copied).
+  const x = w instanceof Float32Array ? w : Float32Array.from(w);
+  const words = new Uint32Array((x.length * bits) / 32);
   const scales = new Float32Array(groups);
   const biases = new Float32Array(groups);
   const sb = new Float64Array(2);
-  for (let g = 0; g < groups; g++) {
+  const gpu = variant === 'gpu';
+  for (let g = 0, wi = 0; g < groups; g++) {
     const start = g * groupSize;
-    affineGroup(w, start, groupSize, bits, variant, sb);
-    const scale = sb[0]!;
-    const bias = sb[1]!;
-    // A negative quotient clamps to code 0 whichever way it rounds, so only x ≥ 0 matters, where
-    // Math.round (halves up) is round-half-away-from-zero; rint additionally sends odd ties down.
-    if (variant === 'gpu') {
-      for (let j = start, end = start + groupSize; j < end; j++) {
-        const q = Math.round(Math.fround(Math.fround(w[j]! - bias) / scale));
-        codes[j] = q > 0 ? (q > nBins ? nBins : q) : 0;
-      }
-    } else {
-      for (let j = start, end = start + groupSize; j < end; j++) {
-        const x = Math.fround(Math.fround(w[j]! - bias) / scale);
-        let q = Math.round(x);
-        if (q - x === 0.5 && (q & 1) === 1) q -= 1;
-        codes[j] = q > 0 ? (q > nBins ? nBins : q) : 0;
-      }
-    }
-    scales[g] = roundTo(dtype, scale);
-    biases[g] = bias;
+    affineGroup(x, start, groupSize, bits, variant, sb);
+    scales[g] = roundTo(dtype, sb[0]!);
+    biases[g] = sb[1]!;
+    wi = gpu ? packGroupGpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi) : packGroupCpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi);
   }
-  return { words: packCodes(codes, bits), scales, biases };
+  return { words, scales, biases };
+}
+
+// The two loops below are the kernels' `round((w - bias) / scale)` clamped to [0, 2^bits - 1], in
+// f32. A negative quotient clamps to code 0 whichever way it rounds, so only 0 ≤ v < 2^bits - 1
+// needs rounding, where `(v + 0.5) | 0` is round-half-away-from-zero (v + 0.5 is exact in f64 for
+// an f32 v; Math.round cost 4× the whole loop here) and rint additionally sends odd ties down.
+// Below 0 it gives 0 or a negative number, clamped to 0; NaN gives 0, as the kernels' clamp does.
+// Codes are appended LSB-first to `acc` (`nb` bits so far); a code that crosses the word boundary
+// leaves its high bits in the next word. Returns the next word index.
+
+function packGroupGpu(x: Float32Array, start: number, n: number, bits: number, scale: number, bias: number, words: Uint32Array, wi: number): number {
+  const f = Math.fround;
+  const nBins = (1 << bits) - 1;
+  let acc = 0;
+  let nb = 0;
+  for (let j = start, end = start + n; j < end; j++) {
+    const v = f(f(x[j]! - bias) / scale);
+    const q = v >= nBins ? nBins : (v + 0.5) | 0;
+    const c = q > 0 ? q : 0;
+    acc |= c << nb;
+    nb += bits;
+    if (nb >= 32) {
+      words[wi++] = acc;
+      nb -= 32;
+      acc = c >>> (bits - nb);
+    }
+  }
+  return wi;
+}
+
+function packGroupCpu(x: Float32Array, start: number, n: number, bits: number, scale: number, bias: number, words: Uint32Array, wi: number): number {
+  const f = Math.fround;
+  const nBins = (1 << bits) - 1;
+  let acc = 0;
+  let nb = 0;
+  for (let j = start, end = start + n; j < end; j++) {
+    const v = f(f(x[j]! - bias) / scale);
+    let q = v >= nBins ? nBins : (v + 0.5) | 0;
+    if (q - v === 0.5 && (q & 1) === 1) q -= 1;
+    const c = q > 0 ? q : 0;
+    acc |= c << nb;
+    nb += bits;
+    if (nb >= 32) {
+      words[wi++] = acc;
+      nb -= 32;
+      acc = c >>> (bits - nb);
+    }
+  }
+  return wi;
 }
 
 /** Scales and biases only (what the `.scales` / `.biases` tensors hold), without the codes. */
@@ -180,30 +219,60 @@ export function dequantizeAffine(
   if (biases.length !== scales.length) {
     throw new TensorportError('MlxInvalidQuantization', `${scales.length} scales but ${biases.length} biases`);
   }
-  const codes = unpackCodes(words, bits, count);
+  checkStream(count, bits);
+  if (words.length < (count * bits) / 32) throw new RangeError('not enough words');
   const dst = out ?? new Float32Array(count);
+  const lanes = new Int32Array(dst.buffer, dst.byteOffset, dst.length);
   const groups = scales.length;
-  if (dtype === 'F32') {
-    for (let g = 0; g < groups; g++) {
-      const s = Math.fround(scales[g]!);
-      const b = Math.fround(biases[g]!);
-      // The store into the Float32Array is the second rounding.
-      for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = Math.fround(codes[j]! * s) + b;
+  const mode = dtype === 'F32' ? 0 : dtype === 'BF16' ? 1 : 2;
+  const mask = (1 << bits) - 1;
+  // A group's outputs are a function of its code alone: with fewer codes than elements (4 bits in
+  // groups of 64, ...) they are computed once per code into a table, then looked up (as int32
+  // lanes, so every bit, NaN payloads included, is what the computation gave).
+  const values = mask + 1;
+  const table = values * 2 <= groupSize ? new Float32Array(values) : null;
+  const tableLanes = table ? new Int32Array(table.buffer) : null;
+  // Codes are read straight from the words (a group starts on a word boundary, see quantizeAffine).
+  let wi = 0;
+  let acc = 0;
+  let nb = 0;
+  for (let g = 0; g < groups; g++) {
+    const s = mode === 0 ? Math.fround(scales[g]!) : roundTo(dtype, scales[g]!);
+    const b = mode === 0 ? Math.fround(biases[g]!) : roundTo(dtype, biases[g]!);
+    if (table) for (let c = 0; c < values; c++) dequantizeOne(table, tableLanes!, c, c, s, b, mode);
+    for (let j = g * groupSize, end = j + groupSize; j < end; j++) {
+      let c: number;
+      if (nb < bits) {
+        const next = words[wi++]!;
+        // The `nb` bits left of the previous word, then this word's low bits above them.
+        c = (acc | (next << nb)) & mask;
+        acc = next >>> (bits - nb);
+        nb += 32 - bits;
+      } else {
+        c = acc & mask;
+        acc >>>= bits;
+        nb -= bits;
+      }
+      if (tableLanes) lanes[j] = tableLanes[c]!;
+      else dequantizeOne(dst, lanes, j, c, s, b, mode);
     }
-  } else {
-    // Each f32 store followed by roundInPlace is one rounding to T (see float.ts).
-    for (let g = 0; g < groups; g++) {
-      const s = roundTo(dtype, scales[g]!);
-      for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = codes[j]! * s;
-    }
-    roundInPlace(dst, 0, count, dtype);
-    for (let g = 0; g < groups; g++) {
-      const b = roundTo(dtype, biases[g]!);
-      for (let j = g * groupSize, end = j + groupSize; j < end; j++) dst[j] = dst[j]! + b;
-    }
-    roundInPlace(dst, 0, count, dtype);
   }
   // astype: a T value is exact in f32, so one rounding to the output dtype.
   if (outDtype !== 'F32' && outDtype !== dtype) roundInPlace(dst, 0, count, outDtype);
   return dst;
+}
+
+/**
+ * `T(T(c * s) + b)` into element `j`: each f32 store is one rounding, each lane rounding after it
+ * one rounding to T (mode 1 BF16, 2 F16; mode 0 is F32, where the stores are the roundings).
+ */
+function dequantizeOne(dst: Float32Array, lanes: Int32Array, j: number, c: number, s: number, b: number, mode: number): void {
+  dst[j] = c * s;
+  if (mode === 0) {
+    dst[j] = dst[j]! + b;
+    return;
+  }
+  lanes[j] = mode === 1 ? roundBf16Lane(lanes[j]!) : roundF16Lane(lanes[j]!);
+  dst[j] = dst[j]! + b;
+  lanes[j] = mode === 1 ? roundBf16Lane(lanes[j]!) : roundF16Lane(lanes[j]!);
 }

@@ -65,18 +65,34 @@ export function roundInPlace(values: Float32Array, start: number, end: number, d
   // Int32 lanes keep the arithmetic in small integers; `& -65536` wraps like the uint32 sum would.
   const bits = new Int32Array(values.buffer, values.byteOffset, values.length);
   if (dtype === 'BF16') {
-    for (let i = start; i < end; i++) {
-      const x = bits[i]!;
-      // Ties to even; a NaN (from NaN scales in a file) stays a quiet NaN instead of rounding to Inf.
-      bits[i] = (x & 0x7fffffff) > 0x7f800000 ? (x | 0x400000) & -65536 : (x + 0x7fff + ((x >>> 16) & 1)) & -65536;
-    }
+    for (let i = start; i < end; i++) bits[i] = roundBf16Lane(bits[i]!);
   } else {
-    const table = f16BitsTable();
-    for (let i = start; i < end; i++) bits[i] = table[f32BitsToF16(bits[i]!)]!;
+    for (let i = start; i < end; i++) bits[i] = roundF16Lane(bits[i]!);
   }
 }
 
+/** The f32 bits (as an int32) of the BF16 value nearest to the f32 with bits `x`, ties to even. */
+export function roundBf16Lane(x: number): number {
+  // A NaN (from NaN scales in a file) stays a quiet NaN instead of rounding to Inf.
+  return (x & 0x7fffffff) > 0x7f800000 ? (x | 0x400000) & -65536 : (x + 0x7fff + ((x >>> 16) & 1)) & -65536;
+}
+
+/**
+ * The f32 bits (as an int32) of the F16 value nearest to the f32 with bits `x`, ties to even. In
+ * F16's normal range (2^-14 ≤ |x| < 65520) that is dropping 13 mantissa bits with the same
+ * carry trick as BF16 (a carry into the exponent is the correct result); the rest (subnormals,
+ * overflow, NaN) goes through the exact bit conversion.
+ */
+export function roundF16Lane(x: number): number {
+  const a = x & 0x7fffffff;
+  if (a >= 0x38800000 && a < 0x477ff000) return (x & -0x80000000) | ((a + 0xfff + ((a >>> 13) & 1)) & 0x7fffe000);
+  return f16BitsTable()[f32BitsToF16(x)]!;
+}
+
+let F16_BITS: Int32Array | null = null;
 function f16BitsTable(): Int32Array {
+  if (F16_BITS) return F16_BITS;
   const t = f16Table();
-  return new Int32Array(t.buffer, t.byteOffset, t.length);
+  F16_BITS = new Int32Array(t.buffer, t.byteOffset, t.length);
+  return F16_BITS;
 }
