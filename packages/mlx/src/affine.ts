@@ -240,7 +240,9 @@ export function dequantizeAffine(
     const s = mode === 0 ? Math.fround(scales[g]!) : roundTo(dtype, scales[g]!);
     const b = mode === 0 ? Math.fround(biases[g]!) : roundTo(dtype, biases[g]!);
     if (table) for (let c = 0; c < values; c++) dequantizeOne(table, tableLanes!, c, c, s, b, mode);
-    for (let j = g * groupSize, end = j + groupSize; j < end; j++) {
+    const start = g * groupSize;
+    const end = start + groupSize;
+    for (let j = start; j < end; j++) {
       let c: number;
       if (nb < bits) {
         const next = words[wi++]!;
@@ -254,7 +256,16 @@ export function dequantizeAffine(
         nb -= bits;
       }
       if (tableLanes) lanes[j] = tableLanes[c]!;
-      else dequantizeOne(dst, lanes, j, c, s, b, mode);
+      else dst[j] = c * s;
+    }
+    // Without a table: the group's products, then each rounding step over the whole group (the
+    // steps of one element depend on each other through memory; those of a group do not).
+    if (!tableLanes) {
+      if (mode === 1) for (let j = start; j < end; j++) lanes[j] = roundBf16Lane(lanes[j]!);
+      else if (mode === 2) for (let j = start; j < end; j++) lanes[j] = roundF16Lane(lanes[j]!);
+      for (let j = start; j < end; j++) dst[j] = dst[j]! + b;
+      if (mode === 1) for (let j = start; j < end; j++) lanes[j] = roundBf16Lane(lanes[j]!);
+      else if (mode === 2) for (let j = start; j < end; j++) lanes[j] = roundF16Lane(lanes[j]!);
     }
   }
   // astype: a T value is exact in f32, so one rounding to the output dtype.
