@@ -73,6 +73,10 @@ describe('quantize/dequantize/repack with convert\'s output flags', () => {
     const q = await tensorport('quantize', src, join(root, 'q.weights'), '--to', 'npz', '--json');
     expect(q.code).toBe(0);
     expect(JSON.parse(q.stdout).to).toBe('npz');
+    // GGUF has no MLX-quantized type: its writer refuses the U32 codes, and nothing is written.
+    const gguf = await tensorport('quantize', src, join(root, 'q.gguf'));
+    expect(gguf.code).toBe(1);
+    expect(gguf.stderr).toContain('no ggml type for dtype U32');
     expect(await listDir(root)).toEqual(['q.weights', 'src']);
   });
 });

@@ -3,6 +3,7 @@ import { InvalidArgumentError, Option } from 'commander';
 import { isAbsolute, relative } from 'node:path';
 import { AFFINE_BITS, AFFINE_GROUP_SIZES, type AffineVariant, type FloatDType } from '@tensorport/mlx';
 import type { MlxCommandResult } from '../mlx/commands.ts';
+import { OUTPUT_FORMAT_NAMES, parseOutputFormat } from '../options.ts';
 import { ProgressBar, type ProgressStream } from '../progress.ts';
 import { describeFinding, escapeTerminal } from '../report.ts';
 import { formatBytes } from '../size.ts';
@@ -54,7 +55,8 @@ export interface OutputFlags {
 export const forceOption = (): Option => new Option('--force', 'replace existing output files, and remove stale shards of the output directory (in the same all-or-nothing commit)');
 export const noFsyncOption = (): Option => new Option('--no-fsync', 'skip fsync before the final rename: faster, but a power loss right after may leave an empty output');
 export const verifyOption = (): Option => new Option('--verify', 're-read the output and diff its values bit for bit against what was computed (off by default: about doubles the write time)');
-export const toOption = (): Option => new Option('--to <format>', 'output format of a file output (default: from its extension, else safetensors)').choices(['safetensors', 'npz', 'torch']);
+/** Every format the registry writes; a writer that cannot hold the result refuses it (GGUF has no MLX types, .npy one array). */
+export const toOption = (): Option => new Option('--to <format>', `output format of a file output, whatever its name: ${OUTPUT_FORMAT_NAMES.join(', ')}`).argParser(parseOutputFormat);
 
 export function outputFlags(opts: OutputFlags): { force: boolean; fsync: boolean; verify?: boolean; to?: string } {
   return { force: opts.force === true, fsync: opts.fsync !== false, ...(opts.verify ? { verify: true } : {}), ...(opts.to ? { to: opts.to } : {}) };
