@@ -1,14 +1,19 @@
 #!/usr/bin/env node
 // `npm run bench`: every path of issue 18 against cp, `cp && sync`, dd bs=4M, cmp and the Python
 // route, in one run on generated inputs (page-cached, in a temp directory deleted afterwards).
-// Contenders of a group run interleaved (A B C, A B C, ...) and report medians, so a load change
-// hits all alike. Prints one table of ratios and peak RSS; the last lines say which goals hold.
+// Contenders of a group run interleaved, the order rotated each round (A B C, B C A, C A B, ...),
+// and report medians, so a load change hits all alike. Before every timed run the output's bytes
+// are written once untimed (dd to a scratch file, removed): on this VM, memory the guest freed a
+// while ago costs a host fault per page when touched again (a fresh 2 GiB output then takes
+// 5-12 s instead of 0.4 s, whoever writes it), and the warm-up hands every contender the same
+// recently used pages. Prints one table of ratios and peak RSS; the last lines say which goals hold.
 // Usage: npm run bench [-- --size 2] [--runs 3] [--dir /tmp]   (after npm run build; size in GiB)
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, ROOT, findPython, measure, median, requireBuild, writeSyntheticSafetensors } from './lib.mjs';
+import { CLI, PACKAGES, ROOT as ROOT_DIR, findPython, measure, median, requireBuild, writeSyntheticSafetensors } from './lib.mjs';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '2' }, runs: { type: 'string', default: '3' }, dir: { type: 'string', default: tmpdir() } } });
 requireBuild();
@@ -20,20 +25,35 @@ const tp = (...args) => [node, [CLI, ...args]];
 const loads = [loadavg()[0]];
 const rows = [];
 
+const scratch = join(dir, 'warm-up.bin');
+/** Touches `bytes` of fresh page cache untimed and frees it (see the comment at the top). */
+function warmUp(bytes) {
+  if (bytes <= 0) return;
+  measure('dd', ['if=/dev/zero', `of=${scratch}`, 'bs=4M', `count=${Math.ceil(bytes / 4194304)}`, 'status=none']);
+  rmSync(scratch, { force: true });
+}
+
 /** Runs contenders interleaved `runs` times; `out` is removed before each run; `expect` is an exit status. */
 function group(name, bytes, contenders) {
   const warm = contenders.flatMap((c) => c.inputs ?? []);
   if (warm.length) measure('sh', ['-c', 'cat "$@" > /dev/null', 'sh', ...new Set(warm)]);
   const res = contenders.map(() => []);
+  const started = performance.now();
   for (let r = 0; r < runs; r++) {
-    for (const [i, c] of contenders.entries()) {
+    for (let k = 0; k < contenders.length; k++) {
+      const i = (k + r) % contenders.length;
+      const c = contenders[i];
       if (c.out) rmSync(c.out, { recursive: true, force: true });
+      warmUp(bytes);
       const [cmd, args] = c.run;
       const wrapped = ['-c', `"$@"; test $? -eq ${c.expect ?? 0}`, 'sh', cmd, ...args];
       res[i].push(measure('sh', wrapped));
     }
   }
   loads.push(loadavg()[0]);
+  // Each group's medians as soon as it ends, so that an interrupted run still says something.
+  const summary = contenders.map((c, i) => `${c.label} ${median(res[i].map((x) => x.secs)).toFixed(2)} s`).join('; ');
+  console.log(`  ${name} (${((performance.now() - started) / 1000).toFixed(0)} s, load ${loads.at(-1).toFixed(1)}): ${summary}`);
   const out = {};
   for (const [i, c] of contenders.entries()) {
     if (c.out) rmSync(c.out, { recursive: true, force: true });
@@ -49,6 +69,12 @@ const pyTorch = findPython(['torch', 'safetensors']);
 console.log(`bench: ${gib} GiB inputs in ${dir}, ${runs} interleaved runs per contender, load ${loads[0].toFixed(1)}`);
 const results = {};
 try {
+  // The floor under every CLI row: starting node and loading the CLI.
+  results.startup = group('start-up (no I/O)', 0, [
+    { key: 'node', label: 'node -e 0', run: [node, ['-e', '0']] },
+    { key: 'tp', label: 'tensorport --version', run: tp('--version') },
+  ]);
+
   // safetensors → safetensors
   const st = join(dir, 'in.safetensors');
   writeSyntheticSafetensors(st, gib, { metadata: '{"format":"pt"}' });
@@ -79,7 +105,7 @@ try {
   // sharded output, concurrently (library option: the CLI flag is not there yet)
   const shardDir = join(dir, 'shards') + '/';
   const shardRun = (jobs) => [node, ['--input-type=module', '-e', `
-    const { openCheckpointPath, writeCheckpointPath } = await import(${JSON.stringify(join(ROOT, 'packages/core/dist/node.node.js'))});
+    const { openCheckpointPath, writeCheckpointPath } = await import(${JSON.stringify(join(PACKAGES, 'core/dist/node.node.js'))});
     const ck = await openCheckpointPath(process.argv[1]);
     await writeCheckpointPath(ck.tensors, ck.metadata, process.argv[2], { maxShardSize: Math.ceil(ck.tensors.reduce((n, t) => n + t.byteLength, 0) / 4), fsync: process.argv[4] === 'fsync', jobs: Number(process.argv[3]) });
     await ck.close();`, st, shardDir, String(jobs), 'nosync']];
@@ -136,6 +162,16 @@ torch.save({f"model.layers.{i}.mlp.weight": torch.randn(4096, 4096, generator=g)
     ]);
     rmSync(pt);
   }
+
+  // MLX affine kernels against the vectorised numpy ones (bench/mlx.mjs; CPU-bound, no files).
+  if (py) {
+    const started = performance.now();
+    const r = spawnSync(node, [join(ROOT_DIR, 'bench/mlx.mjs'), '--json', '--repeat', String(Math.max(runs, 3))], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    if (r.status === 0) results.mlx = JSON.parse(r.stdout.trim().split('\n').pop());
+    else console.error(`bench/mlx.mjs failed:\n${r.stderr}`);
+    loads.push(loadavg()[0]);
+    console.log(`  MLX kernels: ${((performance.now() - started) / 1000).toFixed(0)} s, load ${loads.at(-1).toFixed(1)}`);
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
@@ -146,7 +182,15 @@ let last = '';
 let first = null;
 for (const r of rows) {
   if (r.group !== last) [last, first] = [r.group, r];
-  console.log(`| ${r.group === (rows[rows.indexOf(r) - 1]?.group) ? '' : r.group} | ${r.label} | ${r.secs.toFixed(2)} | ${(r.bytes / r.secs / 1e9).toFixed(2)} | ${(first.secs / r.secs).toFixed(2)}× | ${r.rss.toFixed(0)} |`);
+  console.log(`| ${r.group === (rows[rows.indexOf(r) - 1]?.group) ? '' : r.group} | ${r.label} | ${r.secs.toFixed(2)} | ${r.bytes ? (r.bytes / r.secs / 1e9).toFixed(2) : ''} | ${(first.secs / r.secs).toFixed(2)}× | ${r.rss.toFixed(0)} |`);
+}
+
+if (results.mlx) {
+  console.log(`\nMLX affine kernels, 4096×4096 weight, best of ${Math.max(runs, 3)}, M elements/s of wall time (of CPU time):\n| case | TS quantize | numpy quantize | TS dequantize | numpy dequantize | identical bytes |\n|---|---|---|---|---|---|`);
+  const rate = (n, s, c) => `${(n / s / 1e6).toFixed(1)} (${(n / c / 1e6).toFixed(1)})`;
+  for (const m of results.mlx) {
+    console.log(`| ${m.case} | ${rate(m.elements, m.tsQuantize, m.tsQuantizeCpu)} | ${rate(m.elements, m.npQuantize, m.npQuantizeCpu)} | ${rate(m.elements, m.tsDequantize, m.tsDequantizeCpu)} | ${rate(m.elements, m.npDequantize, m.npDequantizeCpu)} | ${m.identical ? 'yes' : 'NO'} |`);
+  }
 }
 
 const goals = [];
@@ -184,6 +228,16 @@ if (results.shard) {
   const s = results.shard;
   goals.push(`info   shards: jobs 2 ${ratio(s.j2, s.j1).toFixed(2)}×, jobs 4 ${ratio(s.j4, s.j1).toFixed(2)}× of jobs 1; jobs 1 ${ratio(s.j1, s.cp).toFixed(2)}× cp`);
 }
-goals.push('info   MLX quantize/dequantize vs numpy kernels: node bench/mlx.mjs (not part of this run)');
+for (const m of results.mlx ?? []) {
+  for (const op of ['Quantize', 'Dequantize']) {
+    const wall = m[`np${op}`] / m[`ts${op}`];
+    const cpu = m[`np${op}Cpu`] / m[`ts${op}Cpu`];
+    check(`MLX ${m.case} ${op.toLowerCase()} ≥ 2× numpy (CPU time; identical bytes)`, cpu, cpu >= 2 && m.identical, `${cpu.toFixed(2)}× CPU, ${wall.toFixed(2)}× wall${m.identical ? '' : ', bytes DIFFER'}`);
+  }
+}
+if (results.startup && results.st) {
+  const su = results.startup.tp.secs;
+  goals.push(`info   tensorport start-up ${su.toFixed(2)} s (node alone ${results.startup.node.secs.toFixed(2)} s) against cp ${results.st.cp.secs.toFixed(2)} s / cp && sync ${results.st.cpsync.secs.toFixed(2)} s of the safetensors input: ${((su / results.st.cp.secs) * 100).toFixed(0)} % of cp before any byte moves`);
+}
 console.log(`\nload average during the run: ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} on ${(await import('node:os')).cpus().length} cores`);
 console.log(goals.join('\n'));
