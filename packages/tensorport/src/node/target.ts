@@ -12,11 +12,12 @@ export interface FileTargetOptions {
 }
 
 /**
- * Weight files a loader picks up from a directory by pattern (mlx-lm loads every model*.safetensors,
- * transformers an index or model.safetensors, diffusers/PEFT their own shard names): one left over
- * from an older write would be read with the new ones.
+ * Weight files of an older write that a loader would read with the new ones: model.safetensors,
+ * shards (`model-00001-of-00004.safetensors`, any prefix: diffusers, PEFT) and indexes (mlx-lm
+ * loads every model*.safetensors of a directory; transformers an index, else model.safetensors).
+ * Only these names: a `model_ema.safetensors` beside them is someone's file, never removed.
  */
-const WEIGHT_FILE = /^model.*\.safetensors$|-\d+-of-\d+\.safetensors$|\.safetensors\.index\.json$/;
+const WEIGHT_FILE = /^model\.safetensors$|-\d+-of-\d+\.safetensors$|\.safetensors\.index\.json$/;
 
 /**
  * The output policy on disk, one for every writer: a path ending in a separator or naming an
