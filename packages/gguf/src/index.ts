@@ -14,7 +14,7 @@ export { permuteQK, qkRowOrder } from './llama/permute.ts';
 export { llamaMetadata, llamaConfigFromGguf, llamaHeads, type LlamaConfig } from './llama/config.ts';
 export { llamaTokenizerMetadata, TOKEN_TYPE } from './llama/tokenizer.ts';
 export { llamaToGguf, llamaFromGguf, type LlamaToGgufOptions, type LlamaToGgufResult, type LlamaFromGgufOptions, type LlamaFromGgufResult } from './llama/convert.ts';
-export { mlxAffineToGguf, mlxMxfp4ToGguf, type MlxAffineWeight, type MlxMxfp4Weight, type MlxToGgufOptions, type MlxToGgufReport } from './mlx.ts';
+export { mlxAffineToGguf, mlxMxfp4ToGguf, mlxLayerToGguf, type MlxAffineWeight, type MlxMxfp4Weight, type MlxToGgufOptions, type MlxToGgufReport } from './mlx.ts';
 export { ggufFormat, type GgufOpenOptions, type GgufFormatWriteOptions } from './format.ts';
 export { summarizeGguf, type GgufSummary } from './summary.ts';
 export { ggufIdentifier, GGUF_KINDS } from './identify.ts';

@@ -1,5 +1,8 @@
 import { TensorportError, f16BitsToF32, f32BitsToF16, type TensorDescriptor } from '@tensorport/core';
-import { checkAffineParams, decodeFloats, unpackCodes, wordsOf, type FloatDType } from '@tensorport/mlx';
+import {
+  checkAffineParams, decodeFloats, dequantizeAffine, dequantizeCheckpoint, lockstep, rowsPerBlock, unpackCodes, wordsOf,
+  type FloatDType, type QuantizedLayer,
+} from '@tensorport/mlx';
 import { mapUnits } from './blocks-stream.ts';
 import { dequantizeBlocks } from './dequant/index.ts';
 import { ggmlTypeByName, type GgmlType } from './ggml-types.ts';
@@ -22,6 +25,12 @@ export interface MlxAffineWeight {
 export interface MlxToGgufOptions {
   /** Block type when no lossless mapping exists (default Q8_0; any type quantizeBlocks supports). */
   fallback?: string;
+  /**
+   * The block type asked for (`--gguf-type`): kept as it is when it holds the layer exactly (Q4_1
+   * for ≤ 4 bits, Q5_1 for ≤ 5, Q8_0 for 8 bits with b = −128·s, MXFP4 for mxfp4), otherwise the
+   * layer is re-quantized to it from MLX's f32 values and the error measured.
+   */
+  type?: string;
 }
 
 export interface MlxToGgufReport {
@@ -37,17 +46,7 @@ export interface MlxToGgufReport {
   maxAbsError: number | null;
 }
 
-async function readAll(d: TensorDescriptor): Promise<Uint8Array> {
-  const out = new Uint8Array(d.byteLength);
-  let o = 0;
-  for await (const c of d.chunks()) {
-    if (o + c.byteLength > out.byteLength) break;
-    out.set(c, o);
-    o += c.byteLength;
-  }
-  if (o !== d.byteLength) throw new TensorportError('TensorByteLengthMismatch', `tensor ${JSON.stringify(d.name)} streamed ${o} bytes, expected ${d.byteLength}`, { tensor: d.name });
-  return out;
-}
+const FLOAT_BYTES: Record<FloatDType, number> = { F16: 2, BF16: 2, F32: 4 };
 
 function floatDtype(d: TensorDescriptor): FloatDType {
   if (d.dtype !== 'F16' && d.dtype !== 'BF16' && d.dtype !== 'F32') {
@@ -56,11 +55,15 @@ function floatDtype(d: TensorDescriptor): FloatDType {
   return d.dtype;
 }
 
-/** f16 bits of v when v is exactly an f16 value, else -1. */
+const F32 = new Float32Array(1);
+const U32 = new Uint32Array(F32.buffer);
+
+/** f16 bits of v when v is exactly an f16 value (±∞ and NaN carry over), else -1. */
 function exactHalf(v: number): number {
-  if (!Number.isFinite(v)) return -1;
-  const bits = f32BitsToF16(new Uint32Array(new Float32Array([v]).buffer)[0]!);
-  return new Float32Array(new Uint32Array([f16BitsToF32(bits)]).buffer)[0] === v ? bits : -1;
+  F32[0] = v;
+  const bits = f32BitsToF16(U32[0]!);
+  U32[0] = f16BitsToF32(bits);
+  return F32[0] === v || (v !== v && F32[0] !== F32[0]) ? bits : -1;
 }
 
 const putHalf = (b: Uint8Array, o: number, h: number): void => {
@@ -68,18 +71,66 @@ const putHalf = (b: Uint8Array, o: number, h: number): void => {
   b[o + 1] = h >> 8;
 };
 
+function blockType(name: string, tensor: string): GgmlType {
+  const t = ggmlTypeByName(name);
+  if (!t || !canQuantize(t)) throw new TensorportError('InvalidOption', `${JSON.stringify(name)} is not a GGUF type that can be written`, { tensor });
+  return t;
+}
+
+/** The affine block types that hold `bits`-bit codes with an offset exactly (Q8_0 only if b = −128·s, checked later). */
+function exactAffineTypes(bits: number): string[] {
+  return bits <= 4 ? ['Q4_1', 'Q5_1'] : bits === 5 ? ['Q5_1'] : bits === 8 ? ['Q8_0'] : [];
+}
+
+/**
+ * Streams `ref` (F32 values) quantized to `t`, measuring the largest |dequantized − ref| into
+ * `report.maxAbsError` once the stream ends.
+ */
+function requantized(ref: TensorDescriptor, shape: readonly number[], t: GgmlType, report: MlxToGgufReport): BlockTensor {
+  const cols = shape[shape.length - 1]!;
+  if (cols % t.blockSize !== 0) throw new TensorportError('GgufBlockMismatch', `${report.name}: ${cols} columns are not whole ${t.name} blocks`, { tensor: report.name });
+  const rowOut = (cols / t.blockSize) * t.typeSize;
+  const rows = shape.slice(0, -1).reduce((a, b) => a * b, 1);
+  return {
+    name: report.name,
+    dtype: 'U8',
+    shape: [...shape.slice(0, -1), rowOut],
+    byteLength: rows * rowOut,
+    ggmlType: t,
+    logicalShape: [...shape],
+    chunks: (chunkSize?: number) => {
+      let maxErr = 0;
+      const gen = mapUnits(ref, t.blockSize * 4, t.typeSize, (src, n) => {
+        const x = new Float32Array(src.buffer, src.byteOffset, n * t.blockSize);
+        const q = quantizeBlocks(t, x);
+        const y = dequantizeBlocks(t, q);
+        for (let j = 0; j < y.length; j++) maxErr = Math.max(maxErr, Math.abs(y[j]! - x[j]!));
+        return q;
+      }, chunkSize);
+      return (async function* () {
+        yield* gen;
+        report.maxAbsError = maxErr;
+      })();
+    },
+  };
+}
+
 /**
  * MLX affine weights → GGUF blocks, without a float round trip where the formulas allow it:
  * bits 2, 3, 4 → Q4_1 and bits 5 → Q5_1 (w = d·q + m is MLX's s·q + b; each MLX group's scale
  * and bias go to every 32-element block of the group), 8 bits → Q8_0 when every bias is exactly
  * −128·scale (then q − 128 is the signed code); always provided every scale and bias is an exact
  * f16 (always so for f16 models; checked value by value for bf16/f32). Otherwise the weights are
- * reconstructed in f32 and quantized to `fallback`, and the report gives the max abs error.
+ * reconstructed in f32 and quantized to `type` (or `fallback`), and the report gives the max abs
+ * error. Scales and biases are read a block of rows at a time: once to decide (only when they
+ * are not f16 or the layer is 8-bit), then beside the codes while the tensor streams.
  */
 export async function mlxAffineToGguf(w: MlxAffineWeight, options: MlxToGgufOptions = {}): Promise<{ tensor: BlockTensor; report: MlxToGgufReport }> {
   const { bits, groupSize, name } = w;
   checkAffineParams(bits, groupSize, name);
   if (w.weight.dtype !== 'U32' || w.weight.shape.length < 1) throw new TensorportError('MlxInvalidQuantization', `${w.weight.name} is not a packed U32 weight`, { tensor: w.weight.name });
+  const sdt = floatDtype(w.scales);
+  if (floatDtype(w.biases) !== sdt) throw new TensorportError('MlxInvalidQuantization', `${name}: scales are ${sdt} but biases ${w.biases.dtype}`, { tensor: name });
   const packedCols = w.weight.shape[w.weight.shape.length - 1]!;
   const cols = (packedCols * 32) / bits;
   const rows = w.weight.byteLength / (packedCols * 4);
@@ -87,76 +138,73 @@ export async function mlxAffineToGguf(w: MlxAffineWeight, options: MlxToGgufOpti
   if (!Number.isInteger(cols) || !Number.isInteger(groups) || !Number.isInteger(rows)) {
     throw new TensorportError('MlxInvalidQuantization', `${name}: ${packedCols} packed words per row do not hold whole groups of ${groupSize} ${bits}-bit codes`, { tensor: name });
   }
-  const scales = decodeFloats(await readAll(w.scales), floatDtype(w.scales));
-  const biases = decodeFloats(await readAll(w.biases), floatDtype(w.biases));
-  if (scales.length !== rows * groups || biases.length !== rows * groups) {
-    throw new TensorportError('MlxInvalidQuantization', `${name}: ${scales.length} scales and ${biases.length} biases for ${rows} rows of ${groups} groups`, { tensor: name });
+  const sRow = groups * FLOAT_BYTES[sdt];
+  if (w.scales.byteLength !== rows * sRow || w.biases.byteLength !== rows * sRow) {
+    throw new TensorportError('MlxInvalidQuantization', `${name}: ${w.scales.byteLength} bytes of scales and ${w.biases.byteLength} of biases for ${rows} rows of ${groups} ${sdt} groups`, { tensor: name });
   }
-
-  let type: GgmlType | undefined;
-  let reason: string | undefined;
-  const sh = new Int32Array(scales.length);
-  const bh = new Int32Array(scales.length);
-  for (let i = 0; i < scales.length; i++) {
-    sh[i] = exactHalf(scales[i]!);
-    bh[i] = exactHalf(biases[i]!);
-    if (sh[i]! < 0 || bh[i]! < 0) reason = `scale or bias ${i} (${scales[i]}, ${biases[i]}) is not an exact f16`;
-  }
-  if (!reason) {
-    if (bits <= 4) type = ggmlTypeByName('Q4_1');
-    else if (bits === 5) type = ggmlTypeByName('Q5_1');
-    else if (bits === 8) {
-      const i = scales.findIndex((s, k) => biases[k] !== Math.fround(-128 * s));
-      if (i < 0) type = ggmlTypeByName('Q8_0');
-      else reason = `8-bit group ${i} has bias ${biases[i]} ≠ −128·scale (Q8_0 has no offset)`;
-    } else reason = `no GGUF block type holds ${bits}-bit codes with an offset`;
-  }
-  const lossless = type !== undefined;
-  if (!type) {
-    const fb = ggmlTypeByName(options.fallback ?? 'Q8_0');
-    if (!fb || !canQuantize(fb)) throw new TensorportError('InvalidOption', `fallback ${JSON.stringify(options.fallback)} is not a type quantizeBlocks supports`, { tensor: name });
-    if (cols % fb.blockSize !== 0) throw new TensorportError('GgufBlockMismatch', `${name}: ${cols} columns are not whole ${fb.name} blocks`, { tensor: name });
-    type = fb;
-  }
-  const t = type;
-  const report: MlxToGgufReport = { name, type: t.name, lossless, maxAbsError: lossless ? 0 : null, ...(reason && !lossless ? { reason } : {}) };
   const rowIn = packedCols * 4;
-  const rowOut = (cols / t.blockSize) * t.typeSize;
-  const shape = [...w.weight.shape.slice(0, -1), cols];
+  const block = rowsPerBlock(rows, cols);
+  const params = [{ desc: w.scales, rowBytes: sRow }, { desc: w.biases, rowBytes: sRow }];
 
-  const chunks = (chunkSize?: number): AsyncGenerator<Uint8Array> => {
-    let row = 0;
-    let maxErr = 0;
+  const exact = exactAffineTypes(bits);
+  let reason: string | undefined;
+  let candidate: string | undefined = options.type === undefined ? exact[0] : exact.includes(options.type) ? options.type : undefined;
+  if (!candidate) {
+    reason = options.type !== undefined && exact.length > 0
+      ? `${options.type} was asked for; ${bits}-bit codes with an offset go exactly only into ${exact.join(' or ')}`
+      : `no GGUF block type holds ${bits}-bit codes with an offset`;
+  } else if (sdt !== 'F16' || candidate === 'Q8_0') {
+    // One pass over the parameters (not the codes) decides; nothing of it is kept.
+    for await (const _ of lockstep(name, params, rows, block, ([sb, bb], row) => {
+      const s = decodeFloats(sb!, sdt);
+      const b = decodeFloats(bb!, sdt);
+      for (let i = 0; i < s.length && !reason; i++) {
+        const g = row * groups + i;
+        if (exactHalf(s[i]!) < 0 || exactHalf(b[i]!) < 0) reason = `scale or bias ${g} (${s[i]}, ${b[i]}) is not an exact f16`;
+        else if (candidate === 'Q8_0' && b[i] !== Math.fround(-128 * s[i]!)) reason = `8-bit group ${g} has bias ${b[i]} ≠ −128·scale (Q8_0 has no offset)`;
+      }
+      return sb!.subarray(0, 0);
+    })) {
+      void _;
+      if (reason) break;
+    }
+    if (reason) candidate = undefined;
+  }
+
+  const lossless = candidate !== undefined;
+  const t = blockType(candidate ?? options.type ?? options.fallback ?? 'Q8_0', name);
+  const report: MlxToGgufReport = { name, type: t.name, lossless, maxAbsError: lossless ? 0 : null, ...(reason && !lossless ? { reason } : {}) };
+  const shape = [...w.weight.shape.slice(0, -1), cols];
+  const inputs = [{ desc: w.weight, rowBytes: rowIn }, ...params];
+
+  if (!lossless) {
+    // MLX's f32 reconstruction s·q + b (two f32 roundings), a block of rows at a time.
+    const ref: TensorDescriptor = {
+      name, dtype: 'F32', shape, byteLength: rows * cols * 4,
+      chunks: () => lockstep(name, inputs, rows, block, ([wb, sb, bb]) => {
+        const y = dequantizeAffine(wordsOf(wb!), decodeFloats(sb!, sdt), decodeFloats(bb!, sdt), { bits, groupSize, dtype: 'F32' });
+        return new Uint8Array(y.buffer, y.byteOffset, y.byteLength);
+      }),
+    };
+    return { tensor: requantized(ref, shape, t, report), report };
+  }
+
+  const rowOut = (cols / t.blockSize) * t.typeSize;
+  const chunks = (): AsyncGenerator<Uint8Array> => {
     const codes = new Uint8Array(cols);
-    const x = new Float32Array(cols);
-    const gen = mapUnits(w.weight, rowIn, rowOut, (src, n) => {
+    return lockstep(name, inputs, rows, block, ([wb, sb, bb], _row, n) => {
+      const s = decodeFloats(sb!, sdt);
+      const b = decodeFloats(bb!, sdt);
       const out = new Uint8Array(n * rowOut);
-      for (let r = 0; r < n; r++, row++) {
-        unpackCodes(wordsOf(src.subarray(r * rowIn, (r + 1) * rowIn)), bits, cols, codes);
-        const o = r * rowOut;
-        const g0 = row * groups;
-        if (lossless) {
-          for (let k = 0; k < cols / 32; k++) {
-            const g = g0 + Math.floor((k * 32) / groupSize);
-            blockFromCodes(t.name, codes, k * 32, sh[g]!, bh[g]!, out, o + k * t.typeSize);
-          }
-        } else {
-          const f = Math.fround;
-          for (let j = 0; j < cols; j++) {
-            const g = g0 + Math.floor(j / groupSize);
-            x[j] = f(scales[g]! * codes[j]!) + biases[g]!;
-          }
-          const q = quantizeBlocks(t, x, out.subarray(o, o + rowOut));
-          const y = dequantizeBlocks(t, q);
-          for (let j = 0; j < cols; j++) maxErr = Math.max(maxErr, Math.abs(y[j]! - x[j]!));
+      for (let r = 0; r < n; r++) {
+        unpackCodes(wordsOf(wb!.subarray(r * rowIn, (r + 1) * rowIn)), bits, cols, codes);
+        for (let k = 0; k < cols / 32; k++) {
+          const g = r * groups + Math.floor((k * 32) / groupSize);
+          blockFromCodes(t.name, codes, k * 32, exactHalf(s[g]!), exactHalf(b[g]!), out, r * rowOut + k * t.typeSize);
         }
       }
       return out;
-    }, chunkSize);
-    return (async function* () {
-      yield* gen;
-      if (!lossless) report.maxAbsError = maxErr;
-    })();
+    });
   };
   const tensor: BlockTensor = { name, dtype: 'U8', shape: [...shape.slice(0, -1), rowOut], byteLength: rows * rowOut, ggmlType: t, logicalShape: shape, chunks };
   return { tensor, report };
@@ -210,12 +258,18 @@ export async function mlxMxfp4ToGguf(w: MlxMxfp4Weight): Promise<BlockTensor> {
   if (!Number.isInteger(blocks) || !Number.isInteger(rows) || w.scales.byteLength !== rows * blocks) {
     throw new TensorportError('MlxInvalidQuantization', `${name}: ${w.scales.byteLength} scales for ${rows} rows of ${cols}`, { tensor: name });
   }
-  const scales = await readAll(w.scales);
-  const bad = scales.indexOf(0xff);
-  if (bad >= 0) throw new TensorportError('MlxNonFiniteWeight', `${name}: group ${bad} has the non-finite scale byte 0xFF, which GGUF MXFP4 cannot hold`, { tensor: name });
+  const block = rowsPerBlock(rows, cols);
+  // Refused before anything is written: one pass over the scale bytes, none kept.
+  let seen = 0;
+  for await (const c of lockstep(name, [{ desc: w.scales, rowBytes: blocks }], rows, block, ([sb]) => sb!)) {
+    const bad = c.indexOf(0xff);
+    if (bad >= 0) throw new TensorportError('MlxNonFiniteWeight', `${name}: group ${seen + bad} has the non-finite scale byte 0xFF, which GGUF MXFP4 cannot hold`, { tensor: name });
+    seen += c.byteLength;
+  }
   const rowIn = packedCols * 4;
   const rowOut = blocks * 17;
   const shape = [...w.weight.shape.slice(0, -1), cols];
+  const inputs = [{ desc: w.weight, rowBytes: rowIn }, { desc: w.scales, rowBytes: blocks }];
   return {
     name,
     dtype: 'U8',
@@ -223,21 +277,54 @@ export async function mlxMxfp4ToGguf(w: MlxMxfp4Weight): Promise<BlockTensor> {
     byteLength: rows * rowOut,
     ggmlType: ggmlTypeByName('MXFP4')!,
     logicalShape: shape,
-    chunks: (chunkSize?: number) => {
-      let row = 0;
+    chunks: () => {
       const codes = new Uint8Array(cols);
-      return mapUnits(w.weight, rowIn, rowOut, (src, n) => {
+      return lockstep(name, inputs, rows, block, ([wb, sb], _row, n) => {
         const out = new Uint8Array(n * rowOut);
-        for (let r = 0; r < n; r++, row++) {
-          unpackCodes(wordsOf(src.subarray(r * rowIn, (r + 1) * rowIn)), 4, cols, codes);
+        for (let r = 0; r < n; r++) {
+          unpackCodes(wordsOf(wb!.subarray(r * rowIn, (r + 1) * rowIn)), 4, cols, codes);
           for (let k = 0; k < blocks; k++) {
             const o = r * rowOut + k * 17;
-            out[o] = scales[row * blocks + k]!;
+            out[o] = sb![r * blocks + k]!;
             for (let j = 0; j < 16; j++) out[o + 1 + j] = codes[32 * k + j]! | (codes[32 * k + j + 16]! << 4);
           }
         }
         return out;
-      }, chunkSize);
+      });
     },
   };
+}
+
+/**
+ * One recognized MLX layer (findQuantizedLayers) as a GGUF block tensor named `layer.weight`:
+ * affine through mlxAffineToGguf, mxfp4 to MXFP4 unless another `type` is asked for, and the
+ * modes GGUF has no block for (mxfp8, nvfp4; mxfp4 with another type) re-quantized to `type`
+ * (default `fallback`, Q8_0) from MLX's F32 dequantization, the error measured.
+ */
+export async function mlxLayerToGguf(
+  layer: QuantizedLayer,
+  byName: ReadonlyMap<string, TensorDescriptor>,
+  options: MlxToGgufOptions = {},
+): Promise<{ tensor: BlockTensor; report: MlxToGgufReport }> {
+  const get = (n: string): TensorDescriptor => {
+    const d = byName.get(n);
+    if (!d) throw new TensorportError('MlxInvalidQuantization', `${layer.path}: ${n} is missing`, { tensor: n });
+    return d;
+  };
+  const name = layer.weight;
+  const weight = get(layer.weight);
+  const scales = get(layer.scales);
+  if (layer.mode === 'affine') {
+    return mlxAffineToGguf({ name, weight, scales, biases: get(layer.biases!), bits: layer.bits, groupSize: layer.groupSize }, options);
+  }
+  if (layer.mode === 'mxfp4' && (options.type === undefined || options.type === 'MXFP4')) {
+    const tensor = await mlxMxfp4ToGguf({ name, weight, scales });
+    return { tensor, report: { name, type: 'MXFP4', lossless: true, maxAbsError: 0 } };
+  }
+  const t = blockType(options.type ?? options.fallback ?? 'Q8_0', name);
+  const reason = options.type !== undefined && layer.mode === 'mxfp4' ? `${options.type} was asked for; mxfp4 goes exactly only into MXFP4` : `GGUF has no block type for ${layer.mode}`;
+  const report: MlxToGgufReport = { name, type: t.name, lossless: false, reason, maxAbsError: null };
+  const [ref] = dequantizeCheckpoint({ tensors: [weight, scales], metadata: null }, { mode: layer.mode, bits: layer.bits, groupSize: layer.groupSize, dtype: 'F32' }).tensors;
+  if (ref!.dtype !== 'F32') throw new TensorportError('MlxUnsupportedQuantization', `${name}: ${layer.mode} dequantizes to ${ref!.dtype}, not F32`, { tensor: name });
+  return { tensor: requantized(ref!, layer.shape, t, report), report };
 }

@@ -38,7 +38,7 @@ export { dequantizeCheckpoint, type ConversionResult, type DequantizeCheckpointO
 export { checkQuantParams, isQuantizable, quantizeCheckpoint, resolveSpec, specEntry, type LayerChoice, type QuantizeCheckpointOptions, type QuantPredicate, type QuantSpec } from './quantize.ts';
 export { MIXED_RECIPES, mixedRecipePredicate, modelPredicate, parseLayerOverride, recipeLayout, withOverrides, type LayerOverride, type MixedRecipe, type RecipeLayout } from './recipes.ts';
 export { isLosslessRepack, repackCheckpoint, type RepackLayerReport, type RepackResult, type RepackTarget } from './repack.ts';
-export { rowsPerBlock } from './rows.ts';
+export { lockstep, rowsPerBlock } from './rows.ts';
 
 // Model directories as mlx-lm writes them.
 export {

@@ -3,12 +3,12 @@
  * GGUF → safetensors (block types dequantized, llama names mapped back, config.json) and
  * safetensors → GGUF (quantized to a ggml type, llama names and metadata from config.json).
  */
-import { castDescriptor, TensorportError, type CastTarget, type Checkpoint, type Context, type TensorDescriptor } from '@tensorport/core';
+import { castDescriptor, TensorportError, type CastTarget, type Checkpoint, type Context, type Finding, type TensorDescriptor } from '@tensorport/core';
 import {
-  canQuantize, ggmlTypeByName, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
-  type GgufFile, type GgufValue, type LlamaConfig, type LlamaToGgufOptions,
+  canQuantize, ggmlTypeByName, mlxLayerToGguf, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
+  type BlockTensor, type GgufFile, type GgufValue, type LlamaConfig, type LlamaToGgufOptions, type MlxToGgufReport,
 } from '@tensorport/gguf';
-import { readConfig } from '@tensorport/mlx';
+import { dequantizeCheckpoint, findQuantizedLayers, readConfig, type FloatDType } from '@tensorport/mlx';
 import type { Transform, Transformed } from './pipeline/transform.ts';
 import { asGguf } from './pipeline/gguf-inspect.ts';
 
@@ -20,7 +20,12 @@ export interface FromGgufOptions {
 }
 
 export interface ToGgufOptions {
-  /** ggml type of the matrices (any type quantizeBlocks writes); default: the input's float dtype, so nothing is rounded. */
+  /**
+   * ggml type of the matrices (any type quantizeBlocks writes); default: the input's float dtype,
+   * so nothing is rounded. For MLX-quantized layers: F32/F16/BF16 dequantizes them (MLX's
+   * arithmetic); a block type keeps a layer's codes when it holds them exactly, else re-quantizes
+   * it from MLX's f32 values; by default each layer gets the block type that holds it exactly.
+   */
   type?: string;
 }
 
@@ -114,11 +119,62 @@ export interface GgufWrite {
   kv?: Array<[string, GgufValue]>;
 }
 
+const FLOAT_TYPES: readonly string[] = ['F32', 'F16', 'BF16'];
+
+/** One warning for the layers that went over exactly, one per layer that did not (its error read once it has streamed). */
+function layerFindings(reports: readonly MlxToGgufReport[]): Finding[] {
+  const exact = new Map<string, number>();
+  for (const r of reports) if (r.lossless) exact.set(r.type, (exact.get(r.type) ?? 0) + 1);
+  const out: Finding[] = [];
+  const n = reports.length - [...exact.values()].reduce((a, b) => a + b, 0);
+  if (exact.size > 0) {
+    const list = [...exact].map(([t, k]) => `${k} ${t}`).join(', ');
+    out.push({ code: 'MlxBlocksKept', message: `${reports.length - n} MLX-quantized layer(s) written as GGUF blocks losslessly (${list}): codes, scales and biases carried over, max |GGUF − MLX f32| = 0` });
+  }
+  for (const r of reports) {
+    if (r.lossless) continue;
+    out.push({
+      code: 'MlxBlocksRequantized',
+      tensor: r.name,
+      // The error is measured while the tensor streams to the file, after this finding is made.
+      get message() {
+        const err = r.maxAbsError === null ? 'not measured (the tensor was not written)' : `max |GGUF − MLX f32| = ${r.maxAbsError}`;
+        return `re-quantized to ${r.type}: ${r.reason}; ${err}`;
+      },
+    });
+  }
+  return out;
+}
+
+/** MLX-quantized layers (U32 weight + scales [+ biases], config.json) as GGUF blocks or dequantized floats; other tensors as they are. */
+async function mlxLayers(checkpoint: Checkpoint, config: Record<string, unknown> | undefined, type: string | undefined): Promise<{ tensors: readonly TensorDescriptor[]; warnings: Finding[]; blockType?: string }> {
+  const layers = findQuantizedLayers(checkpoint, { config });
+  if (layers.length === 0) return { tensors: checkpoint.tensors, warnings: [] };
+  if (type !== undefined && FLOAT_TYPES.includes(type)) {
+    const r = dequantizeCheckpoint(checkpoint, { config, dtype: type as FloatDType });
+    return { tensors: r.tensors, warnings: [{ code: 'MlxDequantized', message: `${layers.length} MLX-quantized layer(s) dequantized to ${type} as MLX computes it (in the scales' dtype, then cast)` }] };
+  }
+  const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
+  const blocks = new Map<string, BlockTensor>();
+  const reports: MlxToGgufReport[] = [];
+  const bytes = new Map<string, number>();
+  for (const l of layers) {
+    const { tensor, report } = await mlxLayerToGguf(l, byName, type === undefined ? {} : { type });
+    blocks.set(l.weight, tensor);
+    reports.push(report);
+    bytes.set(report.type, (bytes.get(report.type) ?? 0) + tensor.byteLength);
+  }
+  const consumed = new Set(layers.flatMap((l) => (l.biases ? [l.scales, l.biases] : [l.scales])));
+  const tensors = checkpoint.tensors.filter((t) => !consumed.has(t.name)).map((t) => blocks.get(t.name) ?? t);
+  return { tensors, warnings: layerFindings(reports), blockType: [...bytes].sort((a, b) => b[1] - a[1])[0]![0] };
+}
+
 /**
  * Plain tensors → GGUF. A directory (or file) with a llama config.json beside it gets llama.cpp's
  * names, q/k permutation and `llama.*` keys (tokenizer keys from tokenizer.json when present);
  * anything else keeps its names, its metadata as STRING keys, and float matrices whose rows are
- * whole blocks are quantized to `type`.
+ * whole blocks are quantized to `type`. MLX-quantized layers become GGUF block tensors first
+ * (mlxLayers), each reported in a warning: lossless, or re-quantized with its measured error.
  */
 export function toGguf(options: ToGgufOptions = {}): Transform {
   if (options.type !== undefined && !canQuantize(options.type)) {
@@ -126,18 +182,21 @@ export function toGguf(options: ToGgufOptions = {}): Transform {
   }
   return async (checkpoint: Checkpoint, ctx: Context): Promise<Transformed> => {
     if (asGguf(checkpoint)) return checkpoint;
-    const type = options.type ?? storedFloatType(checkpoint.tensors);
     const config = await readConfig(ctx);
-    if (!isLlamaConfig(config)) return { tensors: options.type === undefined ? checkpoint.tensors : checkpoint.tensors.map((t) => toType(t, options.type!)), metadata: checkpoint.metadata };
+    const mlx = await mlxLayers(checkpoint, config, options.type);
+    const type = options.type ?? storedFloatType(mlx.tensors);
+    if (!isLlamaConfig(config)) {
+      return { tensors: options.type === undefined ? mlx.tensors : mlx.tensors.map((t) => toType(t, options.type!)), metadata: checkpoint.metadata, warnings: mlx.warnings };
+    }
     const tokenizer = await readJson(ctx, TOKENIZER_FILE);
     const tokenizerConfig = (await readJson(ctx, TOKENIZER_CONFIG_FILE)) as Record<string, unknown> | undefined;
-    const r = llamaToGguf(checkpoint.tensors, config, {
+    const r = llamaToGguf(mlx.tensors, config, {
       outtype: type as NonNullable<LlamaToGgufOptions['outtype']>,
+      ...(mlx.blockType && options.type === undefined ? { fileType: mlx.blockType } : {}),
       ...(tokenizer === undefined ? {} : { tokenizer, ...(tokenizerConfig ? { tokenizerConfig } : {}) }),
     });
-    const warnings = r.fallbacks.length
-      ? [{ code: 'GgufTypeFallback', message: `${r.fallbacks.length} tensor(s) written as F16: their rows are not whole ${type} blocks (${r.fallbacks.slice(0, 3).join(', ')})` }]
-      : [];
+    const warnings = [...mlx.warnings];
+    if (r.fallbacks.length) warnings.push({ code: 'GgufTypeFallback', message: `${r.fallbacks.length} tensor(s) written as F16: their rows are not whole ${type} blocks (${r.fallbacks.slice(0, 3).join(', ')})` });
     return { tensors: r.tensors, metadata: null, warnings, write: { kv: r.metadata } satisfies GgufWrite };
   };
 }

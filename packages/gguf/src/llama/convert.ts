@@ -2,7 +2,7 @@ import { TensorportError, castDescriptor, dtypeBytes, type CastTarget, type Tens
 import { redescribe } from '../descriptor.ts';
 import { ggmlTypeByName, type GgmlType } from '../ggml-types.ts';
 import type { GgufFile, GgufTensor } from '../read.ts';
-import { dequantizedDescriptor, quantizeDescriptor } from '../transform.ts';
+import { dequantizedDescriptor, quantizeDescriptor, type BlockTensor } from '../transform.ts';
 import { valueToString, type GgufValue } from '../values.ts';
 import type { GgufWriteTensor } from '../write.ts';
 import { llamaConfigFromGguf, llamaHeads, llamaMetadata, type LlamaConfig } from './config.ts';
@@ -11,11 +11,13 @@ import { permuteQK } from './permute.ts';
 import { llamaTokenizerMetadata } from './tokenizer.ts';
 
 /** general.file_type (llama_ftype) for each whole-model output type. */
-const FILE_TYPE: Readonly<Record<string, number>> = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 7, Q5_0: 8, Q5_1: 9, BF16: 32, TQ1_0: 36, TQ2_0: 37 };
+const FILE_TYPE: Readonly<Record<string, number>> = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 7, Q5_0: 8, Q5_1: 9, BF16: 32, TQ1_0: 36, TQ2_0: 37, MXFP4: 38 };
 
 export interface LlamaToGgufOptions {
   /** The type of the matrices (default F16); norms and 1-D tensors are always F32, as the converter writes them. */
-  outtype?: 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q5_0' | 'Q5_1' | 'TQ1_0' | 'TQ2_0';
+  outtype?: 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q5_0' | 'Q5_1' | 'TQ1_0' | 'TQ2_0' | 'MXFP4';
+  /** general.file_type's type when it is not `outtype` (the type most bytes of already-blocked tensors are in). */
+  fileType?: string;
   name?: string;
   /** Parsed tokenizer.json and tokenizer_config.json, when present. */
   tokenizer?: unknown;
@@ -41,11 +43,16 @@ const rowBytesOf = (d: TensorDescriptor): number => {
  * HF llama (LlamaForCausalLM safetensors tensors + config.json) → GGUF tensors and metadata, as
  * llama.cpp's convert_hf_to_gguf.py lays them out: GGUF names, q/k rows permuted to llama.cpp's
  * RoPE pairing, norms and 1-D tensors F32, matrices `outtype` (F16 when a row is not whole blocks).
+ * A tensor already in ggml blocks (a BlockTensor: MLX layers repacked) keeps its type; only its
+ * name changes and its q/k rows move (whole rows of blocks).
  */
 export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaConfig, options: LlamaToGgufOptions = {}): LlamaToGgufResult {
   const outtype = options.outtype ?? 'F16';
-  const target = ggmlTypeByName(outtype);
-  if (!target || !(outtype in FILE_TYPE)) throw new TensorportError('InvalidOption', `outtype ${JSON.stringify(outtype)} is not one of ${Object.keys(FILE_TYPE).join(', ')}`);
+  const fileType = options.fileType ?? outtype;
+  for (const t of [outtype, fileType]) {
+    if (!ggmlTypeByName(t) || !(t in FILE_TYPE)) throw new TensorportError('InvalidOption', `outtype ${JSON.stringify(t)} is not one of ${Object.keys(FILE_TYPE).join(', ')}`);
+  }
+  const target = ggmlTypeByName(outtype)!;
   const { heads, kvHeads } = llamaHeads(config);
   const out: GgufWriteTensor[] = [];
   const skipped: string[] = [];
@@ -57,6 +64,15 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
     }
     const name = hfToGgufName(t.name);
     if (!name) throw new TensorportError('GgufInvalidModel', `tensor ${JSON.stringify(t.name)} has no GGUF llama name`, { tensor: t.name });
+    const blocks = t as TensorDescriptor & Partial<BlockTensor>;
+    if (blocks.ggmlType && blocks.logicalShape) {
+      let d = redescribe(blocks as BlockTensor, name);
+      const which = permutedHeads(name);
+      const rows = blocks.logicalShape.slice(0, -1).reduce((a, b) => a * b, 1);
+      if (which) d = permuteQK(d, which === 'q' ? heads : kvHeads, d.byteLength / rows, true);
+      out.push(d);
+      continue;
+    }
     if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16' && t.dtype !== 'F64') {
       throw new TensorportError('UnsupportedCast', `tensor ${JSON.stringify(t.name)} is ${t.dtype}; a llama checkpoint holds float tensors`, { tensor: t.name });
     }
@@ -73,7 +89,7 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
     if (type.dtype) out.push(castDescriptor(src, type.dtype as CastTarget, { strict: true }));
     else out.push(quantizeDescriptor(src, type));
   }
-  const metadata = llamaMetadata(config, { ...(options.name ? { name: options.name } : {}), fileType: FILE_TYPE[outtype]! });
+  const metadata = llamaMetadata(config, { ...(options.name ? { name: options.name } : {}), fileType: FILE_TYPE[fileType]! });
   if (options.tokenizer !== undefined) metadata.push(...llamaTokenizerMetadata(options.tokenizer, options.tokenizerConfig ?? {}, options.tokenizerPre ? { pre: options.tokenizerPre } : {}));
   return { tensors: out, metadata, skipped, fallbacks };
 }
