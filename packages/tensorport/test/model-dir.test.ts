@@ -49,14 +49,17 @@ describe('stale weight files in the output directory', () => {
     expect(shards.length).toBeGreaterThan(2);
     expect(shards).toContain('model.safetensors.index.json');
 
+    // Someone's other file: not a name a loader reads with ours, never refused or removed.
+    await writeFile(join(out, 'model_ema.safetensors'), 'kept');
     const refused = convertPath({ input: INPUT, output: out, fsync: false });
     await expect(refused).rejects.toMatchObject({ code: 'OutputExists' });
     await expect(refused).rejects.toThrow(/model-00001-of-\d+\.safetensors already exists and would be loaded with the new weights \(so do .*model\.safetensors\.index\.json/);
-    expect((await readdir(out)).sort()).toEqual([...shards].sort());
+    await expect(refused).rejects.not.toThrow(/model_ema/);
+    expect((await readdir(out)).sort()).toEqual([...shards, 'model_ema.safetensors'].sort());
 
     const r = await convertPath({ input: INPUT, output: out, force: true, fsync: false });
     expect(r.files.map((f) => f.split('/').pop())).toEqual(['model.safetensors']);
-    expect(await readdir(out)).toEqual(['model.safetensors']);
+    expect((await readdir(out)).sort()).toEqual(['model.safetensors', 'model_ema.safetensors']);
     const back = await inspectPath(out);
     expect(back.format).toBe('safetensors');
   });
