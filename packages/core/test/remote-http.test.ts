@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpSource, openSafetensors, openZip, readChunks, TensorportError, type HttpSourceOptions } from '@tensorport/core';
+import { FileSink } from '@tensorport/core/node';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.ts';
 import { requireNginx, startRig, type Rig } from './helpers/nginx.ts';
 
@@ -96,6 +97,23 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
     expect(src.stats().requests).toBeLessThanOrEqual(Math.ceil(big.byteLength / (1024 * 1024)) + 2);
     // the probe and the last (short, page-cached) chunk overlap other reads by at most a page each
     expect(src.stats().bytesTransferred).toBeLessThanOrEqual(big.byteLength + 2 * 64 * 1024);
+  });
+
+  it('hands pooled range bodies to FileSink.writeOwned: the written file and a second pass equal the source', async () => {
+    // Bodies of sequential large reads come from the read-buffer pool and go back to it once
+    // written; a buffer handed out must not stay in the source's read-ahead to be served again.
+    const out = join(tmp, 'pooled.bin');
+    for (let pass = 0; pass < 2; pass++) {
+      rmSync(out, { force: true });
+      const src = await HttpSource.open(`${rig.cdn}/files/big.bin`, 'big.bin', { concurrency: 3 });
+      const sink = await FileSink.create(out, { fsync: false });
+      for (let pos = 0; pos < src.size; pos += 1024 * 1024) await sink.writeOwned(await src.read(pos, Math.min(1024 * 1024, src.size - pos)));
+      // the same range again after its buffer went back to the pool
+      const again = await src.read(1024 * 1024, 1024 * 1024);
+      expect(Buffer.from(again).equals(Buffer.from(big.subarray(1024 * 1024, 2 * 1024 * 1024)))).toBe(true);
+      await sink.commit();
+      expect(readFileSync(out).equals(Buffer.from(big))).toBe(true);
+    }
   });
 
   it('reads a zero-length file', async () => {

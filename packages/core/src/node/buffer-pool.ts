@@ -1,4 +1,4 @@
-import { setChunkRecycler } from '../io/recycle.ts';
+import { setChunkLender, setChunkRecycler } from '../io/recycle.ts';
 
 /**
  * Reused read buffers. A fresh 4 MiB buffer per chunk costs a page fault per 4 KiB page on first
@@ -8,7 +8,8 @@ import { setChunkRecycler } from '../io/recycle.ts';
  * Ownership: `lend` hands a buffer to a FileSource read, whose caller owns it. Only a sink that was
  * given the chunk with `writeOwned` (the caller promises never to touch it again) gives it back,
  * after its write finished; so does diff (through io/recycle.ts, installed at the end of this file)
- * once it compared a chunk. A lent buffer nobody gives back is simply collected by the GC.
+ * once it compared a chunk. HttpSource range bodies come from here too (io/recycle.ts lendChunk).
+ * A lent buffer nobody gives back is simply collected by the GC.
  */
 const free = new Map<number, Uint8Array[]>();
 const lent = new WeakSet<ArrayBuffer>();
@@ -47,3 +48,4 @@ export function giveBack(chunk: Uint8Array): void {
 }
 
 setChunkRecycler(giveBack);
+setChunkLender(lend);

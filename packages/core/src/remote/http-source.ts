@@ -1,4 +1,5 @@
 import { TensorportError } from '../errors.ts';
+import { recycleChunk } from '../io/recycle.ts';
 import { checkRange, type ByteSource } from '../io/source.ts';
 import { getRange, type Counters, type HttpOptions, type Pin } from './http.ts';
 
@@ -132,18 +133,22 @@ export class HttpSource implements ByteSource {
     this.pages.clear();
   }
 
-  /** One request for [start, end), within the in-flight limit; a pinned URL that expired is re-resolved once. */
-  private async fetch(start: number, end: number): Promise<Uint8Array> {
+  /**
+   * One request for [start, end), within the in-flight limit; a pinned URL that expired is
+   * re-resolved once. `pooled`: the body goes into a pool buffer (see getRange), for data that is
+   * handed out whole and not kept here.
+   */
+  private async fetch(start: number, end: number, pooled = false): Promise<Uint8Array> {
     await this.slot();
     try {
       try {
-        return (await getRange({ url: this.pinnedUrl, start, end, pin: this.pin, name: this.name }, this.options, this.counters)).body;
+        return (await getRange({ url: this.pinnedUrl, start, end, pin: this.pin, name: this.name, pooled }, this.options, this.counters)).body;
       } catch (e) {
         // A signed CDN URL expires (X-Amz-Expires=3600 seen): go through the resolver again, same pin.
         const code = (e as TensorportError).code;
         if (this.reResolved || this.pinnedUrl === this.url || (code !== 'RemoteUnauthorized' && code !== 'RemoteForbidden' && code !== 'RemoteNotFound')) throw e;
         this.reResolved = true;
-        const answer = await getRange({ url: this.url, start, end, pin: this.pin, name: this.name }, this.options, this.counters);
+        const answer = await getRange({ url: this.url, start, end, pin: this.pin, name: this.name, pooled }, this.options, this.counters);
         this.pinnedUrl = answer.url;
         return answer.body;
       }
@@ -249,7 +254,7 @@ export class HttpSource implements ByteSource {
       const from = this.chain.length > 0 ? this.chain[this.chain.length - 1]!.end : offset;
       if (from >= this.size) return false;
       const to = Math.min(from + step, this.size);
-      const data = this.fetch(from, to);
+      const data = this.fetch(from, to, true);
       data.catch(() => undefined);
       this.chain.push({ start: from, end: to, data });
       return true;
@@ -259,7 +264,16 @@ export class HttpSource implements ByteSource {
     while (ahead < this.concurrency - 1 && extend()) ahead++;
     const covering = this.chain.filter((s) => s.end > offset && s.start < end);
     const parts = await Promise.all(covering.map((s) => s.data));
-    if (covering.length === 1) return parts[0]!.subarray(offset - covering[0]!.start, end - covering[0]!.start);
+    if (covering.length === 1) {
+      const seg = covering[0]!;
+      if (seg.start === offset && seg.end === end) {
+        // The whole segment goes to the caller, who may give its buffer away (FileSink.writeOwned
+        // returns it to the pool): it must not stay here to be read again.
+        this.chain.splice(this.chain.indexOf(seg), 1);
+        return parts[0]!;
+      }
+      return parts[0]!.subarray(offset - seg.start, end - seg.start);
+    }
     const out = new Uint8Array(length);
     covering.forEach((s, i) => {
       const from = Math.max(offset, s.start);
@@ -271,12 +285,17 @@ export class HttpSource implements ByteSource {
 
   /** [offset, end) in windows fetched in parallel (within the in-flight limit). */
   private async direct(offset: number, end: number): Promise<Uint8Array> {
-    if (end - offset <= this.window) return this.fetch(offset, end);
+    if (end - offset <= this.window) return this.fetch(offset, end, true);
     const out = new Uint8Array(end - offset);
     const jobs: Promise<void>[] = [];
     for (let at = offset; at < end; at += this.window) {
       const to = Math.min(at + this.window, end);
-      jobs.push(this.fetch(at, to).then((b) => out.set(b, at - offset)));
+      jobs.push(
+        this.fetch(at, to, true).then((b) => {
+          out.set(b, at - offset);
+          recycleChunk(b);
+        }),
+      );
     }
     await Promise.all(jobs);
     return out;

@@ -1,4 +1,5 @@
 import { TensorportError, type ErrorCode } from '../errors.ts';
+import { lendChunk } from '../io/recycle.ts';
 
 /**
  * One ranged GET with the checks every answer gets, retries for what is transient, and typed
@@ -143,12 +144,14 @@ function isTransientStatus(status: number): boolean {
 }
 
 /** Reads at most `max` body bytes; more is a protocol error, fewer is returned (the caller decides). */
-async function readBody(res: Response, max: number, name: string): Promise<{ bytes: Uint8Array; complete: boolean }> {
+async function readBody(res: Response, max: number, name: string, pooled = false): Promise<{ bytes: Uint8Array; complete: boolean }> {
   if (!res.body) return { bytes: new Uint8Array(0), complete: true };
   const reader = res.body.getReader();
   // sized by Content-Length when it is sane, grown up to `max` otherwise (an API answer of unknown length)
   const declared = Number(res.headers.get('content-length'));
-  let out = new Uint8Array(Number.isSafeInteger(declared) && declared >= 0 && declared <= max ? declared : Math.min(max, 1 << 20));
+  const sane = Number.isSafeInteger(declared) && declared >= 0 && declared <= max;
+  // A pooled buffer is not zeroed: only the bytes received are ever handed out (subarray below).
+  let out = sane && pooled ? lendChunk(declared) : new Uint8Array(sane ? declared : Math.min(max, 1 << 20));
   let got = 0;
   try {
     for (;;) {
@@ -183,6 +186,11 @@ export interface RangeRequest {
   pin: Pin | null;
   /** For a probe: a 200 whole body is accepted up to this many bytes. */
   wholeMax?: number;
+  /**
+   * Read the body into a buffer from the chunk pool (io/recycle.ts): for tensor data that the
+   * caller hands on whole and never keeps. Not for anything cached (pages, the probe).
+   */
+  pooled?: boolean;
   /** The input's name in messages. */
   name: string;
 }
@@ -280,7 +288,7 @@ async function exchange(req: RangeRequest, options: HttpOptions, counters: Count
       const wantLast = total === null ? end - 1 : Math.min(end, total) - 1;
       if (cr.first !== start || cr.last !== wantLast) return refuse(res, 'RemoteProtocolError', `${name}: asked for bytes ${start}-${end - 1}, got ${cr.first}-${cr.last}`);
       const length = cr.last - cr.first + 1;
-      const { bytes, complete } = await readBody(res, length, name);
+      const { bytes, complete } = await readBody(res, length, name, req.pooled === true && pin !== null);
       counters.bytesTransferred += bytes.byteLength;
       if (!complete || bytes.byteLength < length) {
         if (timedOut) throw new Transient(`${name}: no complete answer within ${options.timeoutMs ?? DEFAULTS.timeoutMs} ms`, 'RemoteTimeout', null, bytes);
