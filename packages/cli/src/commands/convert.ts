@@ -61,7 +61,10 @@ Output rules:
   out.onnx, out.h5, out    refused (an extension tensorport cannot write, or none): give --to
 GGUF input: block types are dequantized to F32 (or --dtype), llama names mapped back to Hugging
 Face's, and a directory output also gets config.json.
-Existing outputs are refused without --force; the input is never overwritten, even with --force.
+A model directory input into a directory output also gets its config.json, generation config and
+tokenizer files (copied unchanged), so from_pretrained(out/) works.
+Existing outputs, and old shards or an old index in the output directory, are refused without
+--force (which removes them with this write); the input is never overwritten, even with --force.
 Everything written is re-read and validated; on any failure or Ctrl-C nothing is left at the output.
 
 Examples:
