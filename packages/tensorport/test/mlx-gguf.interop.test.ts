@@ -73,6 +73,44 @@ for path in sys.argv[1:]:
 print(json.dumps(res))
 `;
 
+// Independent of our code: the MLX f32 reconstruction by the numpy emulation (s·q + b), q/k rows
+// permuted as convert_hf_to_gguf.py does, against gguf-py's dequantization of the llama GGUF.
+const NUMPY_CHECK = `
+import json, os, sys
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(sys.argv[1], 'bench'))
+import numpy as np
+from safetensors.numpy import load_file
+from mlx_numpy import unpack
+from gguf import GGUFReader, quants
+model, path = sys.argv[2], sys.argv[3]
+q = json.load(open(os.path.join(model, 'config.json')))['quantization']
+raw = load_file(os.path.join(model, 'model.safetensors'))
+def permute(w, n_head):
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+names = {'model.embed_tokens': 'token_embd', 'lm_head': 'output'}
+for i in range(2):
+    for hf, gg in [('self_attn.q_proj', 'attn_q'), ('self_attn.k_proj', 'attn_k'), ('self_attn.v_proj', 'attn_v'), ('self_attn.o_proj', 'attn_output'),
+                   ('mlp.gate_proj', 'ffn_gate'), ('mlp.up_proj', 'ffn_up'), ('mlp.down_proj', 'ffn_down')]:
+        names[f'model.layers.{i}.{hf}'] = f'blk.{i}.{gg}'
+got = {t.name: t for t in GGUFReader(path).tensors}
+res = {}
+for p, g in names.items():
+    a = raw[p + '.weight']
+    bits, gs = (q[p]['bits'], q[p]['group_size']) if p in q else (q['bits'], q['group_size'])
+    s = raw[p + '.scales'].astype(np.float32)
+    b = raw[p + '.biases'].astype(np.float32)
+    rows, cols = a.shape[0], a.shape[1] * 32 // bits
+    codes = unpack(a.reshape(-1), bits, rows * cols).astype(np.float32).reshape(rows, -1, gs)
+    ref = (codes * s[:, :, None] + b[:, :, None]).reshape(rows, cols)
+    if g.endswith('attn_q'): ref = permute(ref, 4)
+    if g.endswith('attn_k'): ref = permute(ref, 2)
+    t = got[g + '.weight']
+    v = np.asarray(quants.dequantize(t.data, t.tensor_type), dtype=np.float32).reshape(rows, cols)
+    res[p] = {'bits': bits, 'type': t.tensor_type.name, 'equal': bool(np.array_equal(v, ref)), 'maxAbs': float(np.abs(v - ref).max())}
+print(json.dumps(res))
+`;
+
 interface Read { tensors: Record<string, { type: string; offset: number; count: number }>; fileType: number | null }
 
 let dir = '';
@@ -205,6 +243,13 @@ describe.skipIf(!py)('MLX-quantized models → GGUF blocks, read back with gguf-
     expect(r.fileType).toBe(3); // LLAMA_FTYPE_MOSTLY_Q4_1
     expect(r.tensors['blk.0.attn_norm.weight']?.type).toBe('F32');
     expect(Object.keys(r.tensors).length).toBe(21);
+    const numpy = JSON.parse(await runPython(py!.exe, NUMPY_CHECK, { args: [REPO, model, ggufs.llama!.path] })) as Record<string, { bits: number; type: string; equal: boolean; maxAbs: number }>;
+    const errors = reportedErrors(ggufs.llama!.warnings);
+    expect(Object.keys(numpy).length).toBe(16);
+    for (const [path, c] of Object.entries(numpy)) {
+      if (c.bits === 6 || c.bits === 8) expect(c.maxAbs, path).toBe(errors.get(`${path}.weight`));
+      else expect(c.equal, path).toBe(true);
+    }
   });
 
   it('--gguf-type Q5_1: layers of ≤ 5 bits kept exactly in Q5_1, the others re-quantized to it with their error', async () => {
