@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { BytesSource, openSafetensors, type TensorDescriptor } from '@tensorport/core';
-import { dequantizeFp, unpackCodes, packCodes, wordsOf, decodeFloats, encodeFloats, type FloatDType } from '@tensorport/mlx';
+import { dequantizeFp, findQuantizedLayers, unpackCodes, packCodes, wordsOf, decodeFloats, encodeFloats, type FloatDType } from '@tensorport/mlx';
 import { describe, expect, it } from 'vitest';
-import { dequantizeBlocks, mlxAffineToGguf, mlxMxfp4ToGguf } from '../src/index.ts';
+import { dequantizeBlocks, mlxAffineToGguf, mlxLayerToGguf, mlxMxfp4ToGguf } from '../src/index.ts';
 import { bytesOf } from './helpers.ts';
 
 const TINY = new URL('../../../fixtures/mlx/tiny-mixed/', import.meta.url);
@@ -96,5 +96,43 @@ describe('MLX affine → GGUF blocks', () => {
     const ff = new Uint8Array(await bytesOf(scales));
     ff[3] = 0xff;
     await expect(mlxMxfp4ToGguf({ name: 'experts', weight, scales: mem('s', 'U8', [...scales.shape], ff) })).rejects.toMatchObject({ code: 'MlxNonFiniteWeight' });
+  });
+
+  it('streams the same blocks however the inputs are chunked, and re-quantizes when the asked type cannot hold the codes', async () => {
+    const st = await openSafetensors(new BytesSource(new Uint8Array(await readFile(new URL('model.safetensors', TINY)))));
+    const path = 'model.layers.0.mlp.switch_mlp.up_proj';
+    const [w, s, b] = await Promise.all(['weight', 'scales', 'biases'].map((k) => st.tensor(`${path}.${k}`)).map(async (d) => ({ d, bytes: await bytesOf(d) })));
+    const whole = await mlxAffineToGguf({ name: path, weight: w!.d, scales: s!.d, biases: b!.d, bits: 5, groupSize: 128 });
+    // mem() cuts every input into 12-byte chunks: rows and groups split anywhere.
+    const cut = await mlxAffineToGguf({ name: path, weight: mem('w', 'U32', [...w!.d.shape], w!.bytes), scales: mem('s', 'BF16', [...s!.d.shape], s!.bytes), biases: mem('b', 'BF16', [...b!.d.shape], b!.bytes), bits: 5, groupSize: 128 });
+    expect(cut.report).toMatchObject({ type: 'Q5_1', lossless: true });
+    expect(Buffer.from(await bytesOf(cut.tensor)).equals(Buffer.from(await bytesOf(whole.tensor, 100)))).toBe(true);
+
+    const asked = await mlxAffineToGguf({ name: path, weight: w!.d, scales: s!.d, biases: b!.d, bits: 5, groupSize: 128 }, { type: 'Q4_1' });
+    expect(asked.report).toMatchObject({ type: 'Q4_1', lossless: false, maxAbsError: null });
+    expect(asked.report.reason).toMatch(/Q4_1 was asked for; 5-bit codes .* only into Q5_1/);
+    const ref = await mlxF32(w!.d, s!.d, b!.d, 5, 128);
+    const got = dequantizeBlocks('Q4_1', await bytesOf(asked.tensor));
+    let max = 0;
+    for (let i = 0; i < ref.length; i++) max = Math.max(max, Math.abs(got[i]! - ref[i]!));
+    expect(asked.report.maxAbsError).toBe(max);
+    expect(max).toBeGreaterThan(0);
+  });
+
+  it('an mxfp4 layer asked for another block type is re-quantized from MLX f32 values, its error measured', async () => {
+    const st = await openSafetensors(new BytesSource(new Uint8Array(await readFile(new URL('model.safetensors', TINY)))));
+    const config = JSON.parse(await readFile(new URL('config.json', TINY), 'utf8'));
+    const layer = findQuantizedLayers(st, { config }).find((l) => l.mode === 'mxfp4')!;
+    const byName = new Map(st.tensors.map((t) => [t.name, t]));
+    const { tensor, report } = await mlxLayerToGguf(layer, byName, { type: 'Q8_0' });
+    expect(report).toMatchObject({ type: 'Q8_0', lossless: false, maxAbsError: null });
+    const got = dequantizeBlocks('Q8_0', await bytesOf(tensor));
+    const want = dequantizeFp(wordsOf(await bytesOf(byName.get(layer.weight)!)), await bytesOf(byName.get(layer.scales)!), { mode: 'mxfp4', dtype: 'F32' });
+    let max = 0;
+    for (let i = 0; i < want.length; i++) max = Math.max(max, Math.abs(got[i]! - want[i]!));
+    expect(report.maxAbsError).toBe(max);
+    expect(max).toBeGreaterThan(0);
+    const kept = await mlxLayerToGguf(layer, byName);
+    expect(kept.report).toEqual({ name: layer.weight, type: 'MXFP4', lossless: true, maxAbsError: 0 });
   });
 });

@@ -11,11 +11,13 @@ import { permuteQK } from './permute.ts';
 import { llamaTokenizerMetadata } from './tokenizer.ts';
 
 /** general.file_type (llama_ftype) for each whole-model output type. */
-const FILE_TYPE: Readonly<Record<string, number>> = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 7, Q5_0: 8, Q5_1: 9, BF16: 32, TQ1_0: 36, TQ2_0: 37, MXFP4: 38 };
+const FILE_TYPE: Readonly<Record<string, number>> = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 7, Q5_0: 8, Q5_1: 9, BF16: 32, TQ1_0: 36, TQ2_0: 37 };
+/** MXFP4 names a file (MOSTLY_MXFP4_MOE) but is no outtype of convert_hf_to_gguf.py: only blocks carried over from MLX are in it. */
+const BLOCK_FILE_TYPE: Readonly<Record<string, number>> = { ...FILE_TYPE, MXFP4: 38 };
 
 export interface LlamaToGgufOptions {
   /** The type of the matrices (default F16); norms and 1-D tensors are always F32, as the converter writes them. */
-  outtype?: 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q5_0' | 'Q5_1' | 'TQ1_0' | 'TQ2_0' | 'MXFP4';
+  outtype?: 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q5_0' | 'Q5_1' | 'TQ1_0' | 'TQ2_0';
   /** general.file_type's type when it is not `outtype` (the type most bytes of already-blocked tensors are in). */
   fileType?: string;
   name?: string;
@@ -49,9 +51,8 @@ const rowBytesOf = (d: TensorDescriptor): number => {
 export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaConfig, options: LlamaToGgufOptions = {}): LlamaToGgufResult {
   const outtype = options.outtype ?? 'F16';
   const fileType = options.fileType ?? outtype;
-  for (const t of [outtype, fileType]) {
-    if (!ggmlTypeByName(t) || !(t in FILE_TYPE)) throw new TensorportError('InvalidOption', `outtype ${JSON.stringify(t)} is not one of ${Object.keys(FILE_TYPE).join(', ')}`);
-  }
+  if (!ggmlTypeByName(outtype) || !(outtype in FILE_TYPE)) throw new TensorportError('InvalidOption', `outtype ${JSON.stringify(outtype)} is not one of ${Object.keys(FILE_TYPE).join(', ')}`);
+  if (!(fileType in BLOCK_FILE_TYPE)) throw new TensorportError('InvalidOption', `file type ${JSON.stringify(fileType)} is not one of ${Object.keys(BLOCK_FILE_TYPE).join(', ')}`);
   const target = ggmlTypeByName(outtype)!;
   const { heads, kvHeads } = llamaHeads(config);
   const out: GgufWriteTensor[] = [];
@@ -89,7 +90,7 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
     if (type.dtype) out.push(castDescriptor(src, type.dtype as CastTarget, { strict: true }));
     else out.push(quantizeDescriptor(src, type));
   }
-  const metadata = llamaMetadata(config, { ...(options.name ? { name: options.name } : {}), fileType: FILE_TYPE[fileType]! });
+  const metadata = llamaMetadata(config, { ...(options.name ? { name: options.name } : {}), fileType: BLOCK_FILE_TYPE[fileType]! });
   if (options.tokenizer !== undefined) metadata.push(...llamaTokenizerMetadata(options.tokenizer, options.tokenizerConfig ?? {}, options.tokenizerPre ? { pre: options.tokenizerPre } : {}));
   return { tensors: out, metadata, skipped, fallbacks };
 }
