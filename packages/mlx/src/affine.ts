@@ -10,7 +10,7 @@
  */
 import { TensorportError } from '@tensorport/core';
 import { checkStream } from './bitstream.ts';
-import { roundTo, type FloatDType } from './bytes.ts';
+import { LITTLE_ENDIAN, roundTo, type FloatDType } from './bytes.ts';
 import { roundBf16Lane, roundF16Lane, roundHalfAway, roundHalfEven, roundInPlace } from './float.ts';
 
 export type AffineVariant = 'gpu' | 'cpu';
@@ -113,12 +113,15 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
   const biases = new Float32Array(groups);
   const sb = new Float64Array(2);
   const gpu = variant === 'gpu';
+  // 8-bit codes are the words' bytes in order on a little-endian host: stored as bytes.
+  const bytes = bits === 8 && LITTLE_ENDIAN ? new Uint8Array(words.buffer) : null;
   for (let g = 0, wi = 0; g < groups; g++) {
     const start = g * groupSize;
     affineGroup(x, start, groupSize, bits, variant, sb);
     scales[g] = roundTo(dtype, sb[0]!);
     biases[g] = sb[1]!;
-    wi = gpu ? packGroupGpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi) : packGroupCpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi);
+    if (bytes) codeBytes(x, start, groupSize, gpu, sb[0]!, sb[1]!, bytes);
+    else wi = gpu ? packGroupGpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi) : packGroupCpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi);
   }
   return { words, scales, biases };
 }
@@ -130,6 +133,16 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
 // Below 0 it gives 0 or a negative number, clamped to 0; NaN gives 0, as the kernels' clamp does.
 // Codes are appended LSB-first to `acc` (`nb` bits so far); a code that crosses the word boundary
 // leaves its high bits in the next word. Returns the next word index.
+
+function codeBytes(x: Float32Array, start: number, n: number, gpu: boolean, scale: number, bias: number, out: Uint8Array): void {
+  const f = Math.fround;
+  for (let j = start, end = start + n; j < end; j++) {
+    const v = f(f(x[j]! - bias) / scale);
+    let q = v >= 255 ? 255 : (v + 0.5) | 0;
+    if (!gpu && q - v === 0.5 && (q & 1) === 1) q -= 1;
+    out[j] = q > 0 ? q : 0;
+  }
+}
 
 function packGroupGpu(x: Float32Array, start: number, n: number, bits: number, scale: number, bias: number, words: Uint32Array, wi: number): number {
   const f = Math.fround;
@@ -232,7 +245,9 @@ export function dequantizeAffine(
   const values = mask + 1;
   const table = values * 2 <= groupSize ? new Float32Array(values) : null;
   const tableLanes = table ? new Int32Array(table.buffer) : null;
-  // Codes are read straight from the words (a group starts on a word boundary, see quantizeAffine).
+  // Codes are read straight from the words (a group starts on a word boundary, see quantizeAffine);
+  // 8-bit codes are the words' bytes in order on a little-endian host.
+  const bytes = bits === 8 && LITTLE_ENDIAN ? new Uint8Array(words.buffer, words.byteOffset, count) : null;
   let wi = 0;
   let acc = 0;
   let nb = 0;
@@ -244,7 +259,9 @@ export function dequantizeAffine(
     const end = start + groupSize;
     for (let j = start; j < end; j++) {
       let c: number;
-      if (nb < bits) {
+      if (bytes) {
+        c = bytes[j]!;
+      } else if (nb < bits) {
         const next = words[wi++]!;
         // The `nb` bits left of the previous word, then this word's low bits above them.
         c = (acc | (next << nb)) & mask;
