@@ -14,7 +14,7 @@ export { editJsonObject, jsonObjectSpans, jsonText, type JsonMemberSpan, type Js
 export { isCastable, castDescriptor, castTensors, type CastTarget, type CastOptions } from './cast.ts';
 export { f32BitsToF16, f16BitsToF32, f32BitsToBf16, bf16BitsToF32, f32ArrayToF16, f16ArrayToF32, f32ArrayToBf16, bf16ArrayToF32, f16ArrayToBf16, bf16ArrayToF16, f64ArrayToF32, f64ArrayToF16, f64ArrayToBf16 } from './float16.ts';
 export { openSafetensors, SafetensorsTensor, SafetensorsFile } from './safetensors/reader.ts';
-export { detectFormat, detectSource, DETECT_BYTES, type DetectedFormat } from './detect.ts';
+export { detectFormat, detectSource, startsWithMagic, DETECT_BYTES, HDF5_MAGIC, ZIP_LOCAL_MAGIC, type DetectedFormat } from './detect.ts';
 export { parseShardIndex, isSafeShardName, shardFileName, formatShardIndex, SHARD_INDEX_FILE, SINGLE_CHECKPOINT_FILE, SHARD_INDEX_FILES, SINGLE_CHECKPOINT_FILES, DEFAULT_INDEX_LIMITS, type ShardIndexLimits, type ShardIndex } from './safetensors/index-file.ts';
 export { openShardedCheckpoint, checkShardAgreement, planShards, writeSharded, writeAllOrNothing, ShardedCheckpoint, DEFAULT_MAX_SHARD_SIZE, type ShardedOpenOptions, type ShardPlan, type WriteShardedOptions, type WriteShardedResult } from './safetensors/sharded.ts';
 export * from './identify/index.ts';

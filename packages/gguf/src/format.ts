@@ -1,4 +1,4 @@
-import { TensorportError, toFinding, withProgress, type CastTarget, type Context, type Format, type TensorDescriptor, type ValidationReport } from '@tensorport/core';
+import { startsWithMagic, TensorportError, toFinding, withProgress, type CastTarget, type Context, type Format, type TensorDescriptor, type ValidationReport } from '@tensorport/core';
 import { GGUF_MAGIC } from './constants.ts';
 import { redescribe } from './descriptor.ts';
 import { ggmlTypeByName } from './ggml-types.ts';
@@ -21,10 +21,6 @@ export interface GgufFormatWriteOptions {
   kv?: ReadonlyArray<readonly [string, GgufValue]>;
 }
 
-function startsWithMagic(head: Uint8Array): boolean {
-  return head.byteLength >= 4 && GGUF_MAGIC.every((b, i) => head[i] === b);
-}
-
 async function openContext(ctx: Context, options: GgufOpenOptions = {}): Promise<GgufFile> {
   const file = await openGguf(await ctx.source(), options);
   if (!options.dequantize) return file;
@@ -45,7 +41,7 @@ export const ggufFormat: Format<GgufOpenOptions, GgufFormatWriteOptions> = {
   extensions: ['.gguf'],
 
   async sniff(ctx) {
-    return ctx.entry !== null && startsWithMagic(await ctx.head());
+    return ctx.entry !== null && startsWithMagic(await ctx.head(), GGUF_MAGIC);
   },
 
   open: openContext,

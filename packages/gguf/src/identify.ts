@@ -1,4 +1,5 @@
-import type { KindIdentifier, KindInfo } from '@tensorport/core';
+import { startsWithMagic, type KindIdentifier, type KindInfo } from '@tensorport/core';
+import { GGUF_MAGIC } from './constants.ts';
 
 export const GGUF_KINDS = {
   gguf: { what: 'a GGUF file (llama.cpp)', can: 'convert, inspect, validate, diff', extensions: ['.gguf'] },
@@ -9,7 +10,7 @@ export const ggufIdentifier: KindIdentifier = {
   name: 'gguf',
   kinds: GGUF_KINDS,
   async identify(probe) {
-    if (probe.coarse !== 'gguf') return null;
+    if (!startsWithMagic(probe.head, GGUF_MAGIC)) return null;
     const head = probe.head;
     if (head.length >= 24) {
       const v = new DataView(head.buffer, head.byteOffset, head.byteLength);

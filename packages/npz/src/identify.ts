@@ -1,5 +1,5 @@
 import { TensorportError, type KindIdentifier, type KindInfo, type ZipArchive } from '@tensorport/core';
-import { parseNpyHeader, readNpyPrefix } from './npy-header.ts';
+import { parseNpyHeader, readNpyPrefix, startsWithNpyMagic } from './npy-header.ts';
 
 export const NPZ_KINDS = {
   npy: { what: 'a NumPy .npy array', can: 'convert, inspect, validate', extensions: ['.npy'] },
@@ -11,7 +11,7 @@ export const npzIdentifier: KindIdentifier = {
   name: 'npz',
   kinds: NPZ_KINDS,
   async identify(probe) {
-    if (probe.coarse === 'npy') return { kind: 'npy' };
+    if (startsWithNpyMagic(probe.head)) return { kind: 'npy' };
     if (probe.coarse !== 'zip') return null;
     const names = await probe.zipNames();
     return names !== null && names.length > 0 && names.every((n) => n.endsWith('.npy')) ? { kind: 'npz' } : null;

@@ -1,7 +1,8 @@
-import { BytesSource, CORE_IDENTIFIERS, identifyWith, openZip, SliceSource, TensorportError, type ByteSource, type DeflateCodec, type Finding, type ZipArchive, type ZipEntry } from '@tensorport/core';
+import { BytesSource, CORE_IDENTIFIERS, identifyWith, openZip, SliceSource, startsWithMagic, TensorportError, ZIP_LOCAL_MAGIC, type ByteSource, type DeflateCodec, type Finding, type ZipArchive, type ZipEntry } from '@tensorport/core';
 import { startsWithNpyMagic } from '@tensorport/npz';
 import { runPickle, type RunResult } from './pickle/interpreter.ts';
 import type { PickleLimits } from './pickle/limits.ts';
+import { PROTO } from './pickle/opcodes.ts';
 import { DEFAULT_MAX_PICKLE_BYTES, runPickleAt } from './pickle/stream.ts';
 import { isContainer, type PyValue } from './pickle/values.ts';
 import { torchIdentifier } from './format/identify.ts';
@@ -121,8 +122,6 @@ function optional(opts: ScanOptions): { limits?: Partial<PickleLimits>; path?: s
   return { ...(opts.limits ? { limits: opts.limits } : {}), ...(opts.path !== undefined ? { path: opts.path } : {}) };
 }
 
-const ZIP_MAGIC = [0x50, 0x4b, 0x03, 0x04];
-const PROTO = 0x80;
 /** Formats `identify` names that hold no pickle (ZIPs and .npy are scanned member by member instead). */
 const NOT_PICKLES = new Set(['safetensors', 'safetensors-index', 'torch-index', 'mlx-quantized', 'gguf', 'hdf5', 'onnx', 'json', 'empty']);
 /** GLOBAL, INST, STACK_GLOBAL, EXT1/2/4: an opcode that imports, even when its arguments are bad. */
@@ -169,7 +168,7 @@ export async function scanCheckpoint(input: ByteSource | Uint8Array, opts: Check
 
 async function scanSource(source: ByteSource, report: Report, opts: CheckpointScanOptions, depth: number): Promise<ScanReport['format']> {
   const head = await source.read(0, Math.min(source.size, 512));
-  const zip = startsWith(head, ZIP_MAGIC);
+  const zip = startsWithMagic(head, ZIP_LOCAL_MAGIC);
   try {
     if (zip) {
       await scanZip(source, report, opts);
@@ -267,7 +266,7 @@ async function scanPickleStream(source: ByteSource, report: Report, opts: Checkp
  */
 async function trailing(source: ByteSource, at: number, report: Report, opts: CheckpointScanOptions, depth: number, where: string, always = false): Promise<boolean> {
   const head = await source.read(at, Math.min(source.size - at, 512));
-  const kind = startsWith(head, ZIP_MAGIC) ? 'a ZIP archive' : startsWithNpyMagic(head) ? 'a .npy array' : isTarHeader(head) ? 'a tar archive' : null;
+  const kind = startsWithMagic(head, ZIP_LOCAL_MAGIC) ? 'a ZIP archive' : startsWithNpyMagic(head) ? 'a .npy array' : isTarHeader(head) ? 'a tar archive' : null;
   if (kind === null && !always) return false;
   const name = opts.path ?? source.name;
   report.finding({
@@ -366,8 +365,4 @@ async function readAll(source: ByteSource, opts: ScanOptions): Promise<Uint8Arra
   const max = opts.maxPickleBytes ?? DEFAULT_MAX_PICKLE_BYTES;
   if (source.size > max) throw new TensorportError('PickleLimitExceeded', `${source.name} is ${source.size} bytes; the limit is ${max} (option maxPickleBytes)`, { path: source.name });
   return source.read(0, source.size);
-}
-
-function startsWith(b: Uint8Array, magic: readonly number[]): boolean {
-  return b.byteLength >= magic.length && magic.every((m, i) => b[i] === m);
 }

@@ -1,4 +1,4 @@
-import { TensorportError, toFinding, type ByteSource, type Finding } from '@tensorport/core';
+import { startsWithMagic, TensorportError, toFinding, ZIP_LOCAL_MAGIC, type ByteSource, type Finding } from '@tensorport/core';
 import { isLegacyTorchHead } from './format/identify.ts';
 import { scanCheckpoint, type ScanReport } from './scan.ts';
 import type { TorchCheckpoint } from './torch/assemble.ts';
@@ -44,7 +44,7 @@ export async function validateTorchCheckpoint(source: ByteSource, opts: OpenTorc
  */
 export async function sniffTorchCheckpoint(source: ByteSource): Promise<'torch-zip' | 'torch-legacy' | null> {
   const head = await source.read(0, Math.min(source.size, 30 + 256));
-  if (head.byteLength >= 30 && head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04) {
+  if (head.byteLength >= 30 && startsWithMagic(head, ZIP_LOCAL_MAGIC)) {
     const n = head[26]! | (head[27]! << 8);
     const name = new TextDecoder('utf-8', { fatal: false }).decode(head.subarray(30, 30 + n));
     return /^[^/]+\/data\.pkl$/.test(name) ? 'torch-zip' : null;

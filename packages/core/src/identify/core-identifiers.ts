@@ -1,3 +1,4 @@
+import { HDF5_MAGIC, startsWithMagic } from '../detect.ts';
 import { FOREIGN_KINDS, SAFETENSORS_KINDS } from './kinds.ts';
 import { looksLikeFlaxMsgpack } from './msgpack.ts';
 import { looksLikeOnnx } from './onnx.ts';
@@ -24,13 +25,12 @@ export const safetensorsIdentifier: KindIdentifier = {
 };
 
 /** HDF5's superblock may sit at 0, 512, 1024, 2048… (a user block before it); checked up to 1 MiB. */
-const HDF5_MAGIC = [0x89, 0x48, 0x44, 0x46, 0x0d, 0x0a, 0x1a, 0x0a];
 const HDF5_LAST_OFFSET = 1024 * 1024;
 
 async function hdf5AtUserBlock(probe: IdentifyProbe): Promise<boolean> {
   for (let at = 512; at <= HDF5_LAST_OFFSET && at + 8 <= probe.source.size; at *= 2) {
     const b = await probe.read(at, 8);
-    if (HDF5_MAGIC.every((m, i) => b[i] === m)) {
+    if (startsWithMagic(b, HDF5_MAGIC)) {
       probe.details.superblockOffset = at;
       return true;
     }

@@ -48,7 +48,7 @@ export interface IdentifyProbe {
   readonly source: ByteSource;
   /** The first 4 KiB (less for a smaller file). */
   readonly head: Uint8Array;
-  /** What the magic bytes say (`detectFormat`). */
+  /** What core's magic check says (`detectFormat`: ZIP, safetensors, HDF5, JSON or unknown); other formats test `head` for their own magic. */
   readonly coarse: DetectedFormat;
   readonly options: IdentifyOptions;
   /** Facts for the answer's `details`. */

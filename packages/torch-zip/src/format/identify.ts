@@ -1,4 +1,5 @@
 import type { KindIdentifier, KindInfo } from '@tensorport/core';
+import { startsWithProto } from '../pickle/opcodes.ts';
 
 export const TORCH_EXTENSIONS = ['.pt', '.pth', '.bin', '.ckpt'];
 
@@ -51,7 +52,7 @@ export const TORCH_KINDS = {
 
 /**
  * torch's part of `identify`: ZIP archives by member names (torch.export's `<prefix>/archive_format`
- * first: a .pt2 is no checkpoint), the legacy magic number, any other pickle (PROTO 0–5), and a
+ * first: a .pt2 is no checkpoint), the legacy magic number, any other pickle opening with PROTO 0–5, and a
  * shard index whose weight_map names only `.bin` files.
  */
 export const torchIdentifier: KindIdentifier = {
@@ -69,15 +70,13 @@ export const torchIdentifier: KindIdentifier = {
         const kind = torchArchiveKind(names);
         return kind ? { kind } : null;
       }
-      case 'pickle':
-        return { kind: isLegacyTorchHead(head) ? 'torch-legacy' : 'pickle' };
       case 'json': {
         const text = await probe.jsonWindow();
         return text.includes('"weight_map"') && /\.bin"/.test(text) && !/\.safetensors"/.test(text) ? { kind: 'torch-index' } : null;
       }
       case 'unknown':
-        // protocols 0 and 1 have no PROTO opcode; a PROTO 0/1 one is still a pickle
-        return head[0] === 0x80 && head[1] !== undefined && head[1] <= 5 ? { kind: 'pickle' } : null;
+        // core's detection leaves pickles unknown: the PROTO opcode is this package's magic
+        return startsWithProto(head) ? { kind: isLegacyTorchHead(head) ? 'torch-legacy' : 'pickle' } : null;
       default:
         return null;
     }

@@ -6,9 +6,9 @@ import { openTorchFile, validateTorchFile, type TorchOpenOptions } from './singl
 
 async function sniffFile(ctx: Context): Promise<boolean> {
   const head = await ctx.head();
+  if (isLegacyTorchHead(head)) return true;
   const kind = detectFormat(head, await ctx.size());
   if (kind === 'json') return ctx.entry!.endsWith('.bin.index.json');
-  if (kind === 'pickle') return isLegacyTorchHead(head);
   if (kind !== 'zip') return false;
   try {
     return torchArchiveKind((await ctx.zip()).entries.map((e) => e.name)) !== null;

@@ -1,3 +1,11 @@
+/** PROTO n: protocol 2+ pickles open with it (what torch.save writes outside a ZIP), protocols 0 and 1 may. */
+export const PROTO = 0x80;
+
+/** Whether bytes open with a PROTO opcode of a protocol the interpreter reads (0–5): a pickle's magic, as far as it has one. */
+export function startsWithProto(head: Uint8Array): boolean {
+  return head[0] === PROTO && head[1] !== undefined && head[1] <= 5;
+}
+
 /** Pickle opcodes of protocols 0–5 (CPython's Lib/pickle.py names), byte → name. */
 export const OPCODE_NAMES: Readonly<Record<number, string>> = {
   0x28: 'MARK', 0x29: 'EMPTY_TUPLE', 0x2e: 'STOP', 0x30: 'POP', 0x31: 'POP_MARK', 0x32: 'DUP',

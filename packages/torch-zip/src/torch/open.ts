@@ -1,4 +1,5 @@
-import { BytesSource, TensorportError, type ByteSource } from '@tensorport/core';
+import { BytesSource, startsWithMagic, TensorportError, ZIP_LOCAL_MAGIC, type ByteSource } from '@tensorport/core';
+import { PROTO } from '../pickle/opcodes.ts';
 import type { TorchCheckpoint } from './assemble.ts';
 import { openLegacyCheckpoint } from './legacy-format.ts';
 import { isTarHeader } from './tar.ts';
@@ -14,11 +15,11 @@ export type OpenTorchOptions = ZipCheckpointOptions;
 export async function openTorchCheckpoint(input: ByteSource | Uint8Array, opts: OpenTorchOptions = {}): Promise<TorchCheckpoint> {
   const source = input instanceof Uint8Array ? new BytesSource(input) : input;
   const head = await source.read(0, Math.min(source.size, 512));
-  if (head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04) return openZipCheckpoint(source, opts);
+  if (startsWithMagic(head, ZIP_LOCAL_MAGIC)) return openZipCheckpoint(source, opts);
   // torch tries its tar loader first on anything that is not a ZIP, whatever follows the header
   if (isTarHeader(head) || (head.byteLength >= 262 && new TextDecoder().decode(head.subarray(257, 262)) === 'ustar')) {
     throw new TensorportError('TorchUnsupportedArchive', `${source.name}: its first 512 bytes are a tar header, so torch.load would read it as a pre-0.4 tar checkpoint (unpickling the tar's members), not as what follows`, { path: source.name });
   }
-  if (head[0] === 0x80) return openLegacyCheckpoint(source, opts);
+  if (head[0] === PROTO) return openLegacyCheckpoint(source, opts);
   throw new TensorportError('UnknownFormat', `${source.name} is neither a ZIP nor a legacy torch checkpoint`, { path: source.name });
 }

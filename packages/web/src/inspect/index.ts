@@ -1,4 +1,4 @@
-import { detectFormat, extensionOf, FolderContext, TensorportError, toFinding, type Context, type Finding } from '@tensorport/core';
+import { extensionOf, FolderContext, TensorportError, toFinding, type Context, type Finding } from '@tensorport/core';
 import { findQuantizedLayers } from '@tensorport/mlx';
 import { fflateCodec } from '@tensorport/npz';
 import { defaultRegistry } from 'tensorport';
@@ -67,10 +67,10 @@ async function readDrop(ctx: Context): Promise<Reading> {
     if (e.code !== 'UnknownFormat' && e.code !== 'UnsupportedFormat') return failed('unknown', toFinding(e));
   }
   if (format) return readWith(format, ctx);
-  const kind = detectFormat(await ctx.head(), await ctx.size());
-  // Protocol 0/1 pickles have no magic number: their name says what to scan.
-  if (kind === 'pickle' || ['.pkl', '.pickle'].includes(extensionOf(ctx.entry ?? ''))) return readPickle(ctx);
   const identified = await defaultRegistry.identify(await ctx.source(), { codec: fflateCodec });
+  const kind = identified.kind;
+  // Protocol 0/1 pickles need no PROTO opcode: their name says what to scan.
+  if (kind === 'pickle' || ['.pkl', '.pickle'].includes(extensionOf(ctx.entry ?? ''))) return readPickle(ctx);
   const r = failed(kind, { code: 'UnknownFormat', message: `${ctx.name} is ${identified.what} (${identified.can}); this page reads safetensors, .npz, .npy and torch checkpoints`, path: ctx.name });
   if (kind === 'json') r.notes.push('A lone JSON file: drop model.safetensors.index.json together with its shards.');
   return r;
