@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { FolderContext, MemoryFolder, MemoryTarget, openZip, type ByteSource, type Context, type Folder } from '@tensorport/core';
 import { nodeZlibCodec } from '@tensorport/core/node';
-import { convert } from '../src/index.ts';
+import { convert, validate } from '../src/index.ts';
 
 const REPO = join(import.meta.dirname, '../../..');
 const TORCH = join(REPO, 'fixtures/torch/checkpoints/transformers.pt');
@@ -146,6 +146,62 @@ describe('one pass over input and output (a torch convert)', () => {
     await input.close();
     expect(e).toMatchObject({ code: 'PickleDisallowedGlobal', message: expect.stringMatching(/posix\.system.*socket\.create_connection|socket\.create_connection.*posix\.system/) });
     expect(target.written.size).toBe(0);
+    expect(Object.values(runsOf((p) => p.endsWith('/data.pkl')))).toEqual([1]);
+  });
+});
+
+describe('one pass over the input (a torch validate)', () => {
+  it('a torch ZIP: opened once, its directory parsed once, data.pkl run once, every tensor read', async () => {
+    const bytes = new Uint8Array(await readFile(TORCH));
+    const folder = new CountingFolder(new MemoryFolder([['model.pt', bytes]]));
+    const zip = await openZip(await new MemoryFolder([['x', bytes]]).open('x'), { codec: nodeZlibCodec });
+    const pkl = zip.entries.find((e) => e.name.endsWith('/data.pkl'))!;
+    const input = new FolderContext(folder, 'model.pt', { codec: nodeZlibCodec });
+    const r = await validate(input);
+    await input.close();
+    expect(r).toMatchObject({ format: 'torch', valid: true, errors: [] });
+    expect(Object.fromEntries(folder.opens)).toEqual({ 'model.pt': 1 });
+    expect(folder.touching('model.pt', bytes.byteLength - 22, bytes.byteLength)).toBe(1);
+    // the scan's run is the reader's: before validate captured it, data.pkl ran twice
+    expect(runsOf((p) => p.endsWith('/data.pkl'))).toEqual({ [`${pkl.name}@0`]: 1 });
+    // the full read still happened: every storage member's bytes were read
+    const storages = zip.entries.filter((e) => /\/data\/\d+$/.test(e.name));
+    expect(storages.length).toBeGreaterThan(0);
+    for (const e of storages) expect(folder.touching('model.pt', e.localHeaderOffset + 30, e.localHeaderOffset + 30 + e.name.length + 64 + e.compressedSize), e.name).toBeGreaterThan(0);
+  });
+
+  it('a legacy torch file: each of its five pickles runs once', async () => {
+    const input = new FolderContext(new MemoryFolder([['legacy.pt', new Uint8Array(await readFile(LEGACY))]]), 'legacy.pt');
+    const r = await validate(input);
+    await input.close();
+    expect(r).toMatchObject({ format: 'torch', valid: true });
+    const counted = runsOf((p) => p === 'legacy.pt');
+    expect(Object.keys(counted)).toHaveLength(5);
+    expect(Object.values(counted)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('a sharded pytorch_model-*.bin folder: each shard opened once, its data.pkl run once', async () => {
+    const files: Array<[string, Uint8Array]> = [];
+    for (const f of await readdir(SHARDED)) files.push([f, new Uint8Array(await readFile(join(SHARDED, f)))]);
+    const folder = new CountingFolder(new MemoryFolder(files, 'tied-sharded'));
+    const input = new FolderContext(folder, null, { codec: nodeZlibCodec });
+    const r = await validate(input);
+    await input.close();
+    expect(r.valid).toBe(true);
+    const shards = files.map(([f]) => f).filter((f) => f.endsWith('.bin'));
+    for (const s of shards) expect(folder.opens.get(s), s).toBe(1);
+    expect(Object.values(runsOf((p) => p.endsWith('/data.pkl')))).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('an unsafe file is invalid, naming its globals from the one run, and nothing is assembled', async () => {
+    const file = join(REPO, 'fixtures/torch-objects/hostile-payloads.pt');
+    const input = new FolderContext(new MemoryFolder([['hostile.pt', new Uint8Array(await readFile(file))]]), 'hostile.pt', { codec: nodeZlibCodec });
+    const r = await validate(input);
+    await input.close();
+    expect(r.valid).toBe(false);
+    const globals = r.errors.filter((e) => e.code === 'PickleDisallowedGlobal').map((e) => e.message).join(' ');
+    expect(globals).toMatch(/posix\.system/);
+    expect(globals).toMatch(/socket\.create_connection/);
     expect(Object.values(runsOf((p) => p.endsWith('/data.pkl')))).toEqual([1]);
   });
 });

@@ -2,6 +2,7 @@ import { startsWithMagic, TensorportError, toFinding, ZIP_LOCAL_MAGIC, type Byte
 import { isLegacyTorchHead } from './format/identify.ts';
 import { scanCheckpoint, type ScanReport } from './scan.ts';
 import type { TorchCheckpoint } from './torch/assemble.ts';
+import type { PickleCapture } from './torch/captured.ts';
 import { openTorchCheckpoint, type OpenTorchOptions } from './torch/open.ts';
 
 export interface TorchValidationReport {
@@ -11,21 +12,28 @@ export interface TorchValidationReport {
   /** The reader's warnings (dropped values, big-endian data, skipped tensors). */
   warnings: Finding[];
   scan: ScanReport;
+  /** The checkpoint as read, when valid (every tensor was streamed): a caller checking more keeps it open, and closes it. */
+  checkpoint?: TorchCheckpoint;
 }
 
 /**
  * Everything a `validate` command wants for a torch file, never throwing on bad input: the scan
  * verdict, then a full read (open, and every tensor's bytes streamed once, so extents, gathers and
- * byte swaps all run). The source is not closed.
+ * byte swaps all run). Each pickle runs once: the scan runs the ones the reader assembles in its
+ * configuration, and the reader assembles those values. The source is not closed.
  */
 export async function validateTorchCheckpoint(source: ByteSource, opts: OpenTorchOptions = {}): Promise<TorchValidationReport> {
-  const scan = await scanCheckpoint(source, { path: source.name, ...(opts.zipCodec ? { zipCodec: opts.zipCodec } : {}), ...(opts.archive ? { archive: opts.archive } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
+  const capture: PickleCapture = { allowObjects: opts.allowObjects === true };
+  const scan = await scanCheckpoint(source, {
+    path: source.name, capture,
+    ...(opts.zipCodec ? { zipCodec: opts.zipCodec } : {}), ...(opts.archive ? { archive: opts.archive } : {}), ...(opts.limits ? { limits: opts.limits } : {}),
+  });
   const errors: Finding[] = [...scan.findings];
   let warnings: Finding[] = [];
+  let c: TorchCheckpoint | null = null;
   if (scan.safe) {
-    let c: TorchCheckpoint | null = null;
     try {
-      c = await openTorchCheckpoint(source, opts);
+      c = await openTorchCheckpoint(source, { ...opts, ...(capture.pickles ? { captured: capture.pickles } : {}) });
       warnings = c.warnings;
       for (const t of c.tensors) for await (const chunk of t.chunks()) void chunk;
     } catch (e) {
@@ -33,7 +41,7 @@ export async function validateTorchCheckpoint(source: ByteSource, opts: OpenTorc
       errors.push(toFinding(e));
     }
   }
-  return { valid: errors.length === 0, errors, warnings, scan };
+  return { valid: errors.length === 0, errors, warnings, scan, ...(c && errors.length === 0 ? { checkpoint: c } : {}) };
 }
 
 /**

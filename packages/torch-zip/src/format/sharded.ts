@@ -1,7 +1,7 @@
 import { DEFAULT_INDEX_LIMITS, TensorportError, checkShardAgreement, parseShardIndex, toFinding, type Checkpoint, type Context, type Finding, type ShardIndex, type ValidationReport } from '@tensorport/core';
 import type { TorchCheckpoint } from '../torch/assemble.ts';
 import { joinTorchShards } from '../torch/shards.ts';
-import { openTorchFile, validateTorchFile, type TorchOpenOptions } from './single.ts';
+import { openTorchFile, validateTorchFile, validateTorchFileKeeping, type TorchOpenOptions } from './single.ts';
 
 /** transformers' names for a sharded / single PyTorch checkpoint in a model directory. */
 export const TORCH_INDEX_FILE = 'pytorch_model.bin.index.json';
@@ -56,30 +56,37 @@ export async function openShardedTorch(ctx: Context, options?: TorchOpenOptions)
       if (!(await ctx.has(file))) throw missing(ctx, file);
       shards.push({ file, checkpoint: await openTorchFile(ctx, file, options) });
     }
-    const warnings = [...parsed.warnings];
-    checkShardAgreement(parsed, shards.map((s) => ({ file: s.file, tensors: s.checkpoint.tensors, aliases: Object.keys(s.checkpoint.aliases) })), warnings, TORCH_INDEX_FILE);
-    // joined metadata carries each shard's tied aliases (issue 11 item 1: they were dropped here)
-    const joined = joinTorchShards(shards.map((s) => ({ path: ctx.path(s.file), checkpoint: s.checkpoint })));
-    warnings.push(...joined.warnings);
-    const checkpoint: ShardedTorchCheckpoint = {
-      format: 'torch-sharded',
-      metadata: joined.metadata,
-      tensors: joined.tensors,
-      warnings,
-      close: () => closeAll(shards),
-    };
-    return checkpoint;
+    return joinShards(ctx, parsed, shards);
   } catch (e) {
     await closeAll(shards);
     throw e;
   }
 }
 
+/** The opened shards as one checkpoint, once index and shards are found to agree (throws when not). */
+function joinShards(ctx: Context, parsed: ShardIndex, shards: Array<{ file: string; checkpoint: TorchCheckpoint }>): ShardedTorchCheckpoint {
+  const warnings = [...parsed.warnings];
+  checkShardAgreement(parsed, shards.map((s) => ({ file: s.file, tensors: s.checkpoint.tensors, aliases: Object.keys(s.checkpoint.aliases) })), warnings, TORCH_INDEX_FILE);
+  // joined metadata carries each shard's tied aliases (issue 11 item 1: they were dropped here)
+  const joined = joinTorchShards(shards.map((s) => ({ path: ctx.path(s.file), checkpoint: s.checkpoint })));
+  warnings.push(...joined.warnings);
+  return {
+    format: 'torch-sharded',
+    metadata: joined.metadata,
+    tensors: joined.tensors,
+    warnings,
+    close: () => closeAll(shards),
+  };
+}
+
 async function closeAll(shards: ReadonlyArray<{ checkpoint: Checkpoint }>): Promise<void> {
   await Promise.all(shards.map((s) => s.checkpoint.close().catch(() => undefined)));
 }
 
-/** Every shard validated on its own (full scan and read), then index and shards checked together. */
+/**
+ * Every shard validated on its own (full scan and read, each pickle run once), then index and
+ * shards checked together on the checkpoints those reads assembled.
+ */
 export async function validateShardedTorch(ctx: Context, options?: TorchOpenOptions): Promise<ValidationReport> {
   let index: string | null;
   let parsed: ShardIndex;
@@ -94,25 +101,30 @@ export async function validateShardedTorch(ctx: Context, options?: TorchOpenOpti
   const errors: Finding[] = [];
   const warnings: Finding[] = [];
   const files = [ctx.path(index)];
-  for (const file of parsed.shardFiles) {
-    files.push(ctx.path(file));
-    if (!(await ctx.has(file))) {
-      errors.push(toFinding(missing(ctx, file)));
-      continue;
+  const shards: Array<{ file: string; checkpoint: TorchCheckpoint }> = [];
+  try {
+    for (const file of parsed.shardFiles) {
+      files.push(ctx.path(file));
+      if (!(await ctx.has(file))) {
+        errors.push(toFinding(missing(ctx, file)));
+        continue;
+      }
+      const { report, checkpoint } = await validateTorchFileKeeping(ctx, file, options);
+      if (checkpoint) shards.push({ file, checkpoint });
+      errors.push(...report.errors);
+      warnings.push(...report.warnings);
     }
-    const r = await validateTorchFile(ctx, file, options);
-    errors.push(...r.errors);
-    warnings.push(...r.warnings);
-  }
-  if (errors.length === 0) {
-    try {
-      const c = await openShardedTorch(ctx, options);
-      await c.close();
-    } catch (e) {
-      if (!(e instanceof TensorportError)) throw e;
-      const f = toFinding(e);
-      errors.push({ ...f, path: f.path === undefined || !/[/\\]/.test(f.path) ? ctx.path(f.path ?? index) : f.path });
+    if (errors.length === 0) {
+      try {
+        joinShards(ctx, parsed, shards);
+      } catch (e) {
+        if (!(e instanceof TensorportError)) throw e;
+        const f = toFinding(e);
+        errors.push({ ...f, path: f.path === undefined || !/[/\\]/.test(f.path) ? ctx.path(f.path ?? index) : f.path });
+      }
     }
+  } finally {
+    await closeAll(shards);
   }
   return { valid: errors.length === 0, errors, warnings, files };
 }

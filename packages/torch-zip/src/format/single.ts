@@ -89,15 +89,28 @@ async function tiedWeightsIn(ctx: Context): Promise<TiedWeightsConfig | undefine
   return bytes ? tiedWeightsFromJson(bytes, ctx.path(MODEL_CONFIG_FILE)) : undefined;
 }
 
-/** Full scan, then a full read (structure, every storage's size and every tensor's extent). */
+/** Full scan, then a full read (structure, every storage's size and every tensor's extent), each pickle run once. */
 export async function validateTorchFile(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<ValidationReport> {
+  const { report, checkpoint } = await validateTorchFileKeeping(ctx, file, options);
+  await checkpoint?.close();
+  return report;
+}
+
+/**
+ * validateTorchFile's report, and the checkpoint it read when valid (read as `openTorchFile` reads
+ * it, config.json's tied weights included): the sharded validate checks index and shards together
+ * on these instead of running every pickle again. The caller closes it.
+ */
+export async function validateTorchFileKeeping(ctx: Context, file: string | undefined, options?: TorchOpenOptions): Promise<{ report: ValidationReport; checkpoint?: TorchCheckpoint }> {
   const path = ctx.path(file);
   try {
-    const r = await validateTorchCheckpoint(await ctx.source(file), { ...readerOptions(ctx, options), ...(await sharedArchive(ctx, file)) });
+    const tiedWeights = await tiedWeightsIn(ctx);
+    const r = await validateTorchCheckpoint(await ctx.source(file), { ...readerOptions(ctx, options), ...(await sharedArchive(ctx, file)), ...(tiedWeights ? { tiedWeights } : {}) });
     const at = (f: Finding): Finding => (f.path === undefined ? { ...f, path } : f);
-    return { valid: r.valid, errors: r.errors.map(at), warnings: r.warnings.map(at), files: [path] };
+    const report = { valid: r.valid, errors: r.errors.map(at), warnings: r.warnings.map(at), files: [path] };
+    return r.checkpoint ? { report, checkpoint: r.checkpoint } : { report };
   } catch (e) {
     if (!(e instanceof TensorportError)) throw e;
-    return { valid: false, errors: [{ path, ...toFinding(e) }], warnings: [], files: [path] };
+    return { report: { valid: false, errors: [{ path, ...toFinding(e) }], warnings: [], files: [path] } };
   }
 }
