@@ -80,7 +80,7 @@ Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.`,
   registerQuantize(program, io);
   registerDequantize(program, io);
   registerRepack(program, io);
-  registerIdentify(program, { out, err, fail: () => ctx.exit(EXIT_FAILED) });
+  registerIdentify(program, ctx);
   registerDiff(program, ctx);
 
   try {

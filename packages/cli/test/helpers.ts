@@ -29,8 +29,11 @@ export function tensorport(...args: string[]): Promise<Run> {
   });
 }
 
-/** A safetensors file of one F32 tensor of `bytes` data bytes, all zeros and sparse (a hole: instant to write and to read). */
-export async function sparseSafetensors(path: string, bytes: number): Promise<void> {
+/**
+ * A safetensors file of one F32 tensor of `bytes` data bytes, all zeros and sparse (a hole: instant
+ * to write and to read), except the data byte at `flip` when given (set to 1).
+ */
+export async function sparseSafetensors(path: string, bytes: number, flip?: number): Promise<void> {
   let header = JSON.stringify({ w: { dtype: 'F32', shape: [bytes / 4], data_offsets: [0, bytes] } });
   header += ' '.repeat((8 - (header.length % 8)) % 8);
   const head = Buffer.alloc(8 + header.length);
@@ -40,6 +43,7 @@ export async function sparseSafetensors(path: string, bytes: number): Promise<vo
   try {
     await f.write(head, 0, head.length, 0);
     await f.truncate(head.length + bytes);
+    if (flip !== undefined) await f.write(Buffer.from([0x01]), 0, 1, head.length + flip);
   } finally {
     await f.close();
   }

@@ -1,8 +1,8 @@
-import { open, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { REPO, tempDir, tensorport } from './helpers.ts';
+import { REPO, sparseSafetensors, tempDir, tensorport } from './helpers.ts';
 
 const IDENTIFY = join(REPO, 'fixtures/identify');
 
@@ -45,23 +45,6 @@ describe('tensorport identify', () => {
     expect(g.stderr).toContain('HDF5');
   });
 });
-
-/** A safetensors file of `size` data bytes, all zeros except `flip`: sparse, so writing it is instant. */
-async function sparseSafetensors(path: string, size: number, flip?: number): Promise<void> {
-  let header = JSON.stringify({ w: { dtype: 'F32', shape: [size / 4], data_offsets: [0, size] } });
-  header += ' '.repeat((8 - (header.length % 8)) % 8);
-  const head = Buffer.alloc(8 + header.length);
-  head.writeBigUInt64LE(BigInt(header.length), 0);
-  head.write(header, 8, 'latin1');
-  const f = await open(path, 'w');
-  try {
-    await f.write(head, 0, head.length, 0);
-    await f.truncate(head.length + size);
-    if (flip !== undefined) await f.write(Buffer.from([0x01]), 0, 1, head.length + flip);
-  } finally {
-    await f.close();
-  }
-}
 
 describe('tensorport diff', () => {
   it('a single flipped bit in 1 GiB of tensor data is found, at the right element', async () => {

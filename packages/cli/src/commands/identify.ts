@@ -3,8 +3,9 @@ import { stat } from 'node:fs/promises';
 import { TensorportError, isRemoteInput, type Finding, type Identification } from '@tensorport/core';
 import { FileSource, nodeZlibCodec } from '@tensorport/core/node';
 import { defaultRegistry, identify } from 'tensorport';
-import { withPath } from '../probe.ts';
+import { withPath } from 'tensorport/node';
 import { describeError, describeFinding, escapeTerminal } from '../report.ts';
+import { EXIT_FAILED, type CommandContext } from './context.ts';
 
 export interface IdentifyReport {
   path: string;
@@ -60,7 +61,7 @@ function detailText(d: Record<string, string | number>): string {
   return parts.length > 0 ? ` [${parts.join(', ')}]` : '';
 }
 
-export function registerIdentify(program: Command, io: { out: (text: string) => void; err: (text: string) => void; fail: () => void }): void {
+export function registerIdentify(program: Command, ctx: CommandContext): void {
   program
     .command('identify')
     .description('Name each file\'s format from its bytes (never its extension) and what tensorport can do with it')
@@ -80,20 +81,20 @@ Examples:
       const reports: IdentifyReport[] = [];
       for (const f of files) {
         const r = await identifyPath(f);
-        if (r.kind === null) io.fail();
+        if (r.kind === null) ctx.exit(EXIT_FAILED);
         reports.push(r);
       }
       if (opts.json) {
-        io.out(`${JSON.stringify(reports, null, 2)}\n`);
+        ctx.out(`${JSON.stringify(reports, null, 2)}\n`);
         return;
       }
       for (const r of reports) {
         if (r.kind === null) {
-          io.err(`${describeError(new TensorportError(((r.error?.code as string) ?? 'IoError') as 'IoError', String(r.error?.message ?? 'unreadable'), { path: r.path }))}\n`);
+          ctx.err(`${describeError(new TensorportError(((r.error?.code as string) ?? 'IoError') as 'IoError', String(r.error?.message ?? 'unreadable'), { path: r.path }))}\n`);
           continue;
         }
-        io.out(`${escapeTerminal(r.path)}: ${escapeTerminal(r.what + detailText(r.details))}\n  can: ${r.can}\n`);
-        for (const w of r.warnings) io.out(`  warning: ${describeFinding(w)}\n`);
+        ctx.out(`${escapeTerminal(r.path)}: ${escapeTerminal(r.what + detailText(r.details))}\n  can: ${r.can}\n`);
+        for (const w of r.warnings) ctx.out(`  warning: ${describeFinding(w)}\n`);
       }
     });
 }
