@@ -76,10 +76,9 @@ Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.`,
   registerConvert(program, ctx);
   registerServe(program, ctx);
   registerScan(program, ctx);
-  // The MLX commands still take the older {stdout, stderr} shape (commands/mlx-common.ts).
-  registerQuantize(program, io);
-  registerDequantize(program, io);
-  registerRepack(program, io);
+  registerQuantize(program, ctx);
+  registerDequantize(program, ctx);
+  registerRepack(program, ctx);
   registerIdentify(program, ctx);
   registerDiff(program, ctx);
 

@@ -1,8 +1,9 @@
 import { Option, type Command } from 'commander';
 import { dequantize } from '../mlx/commands.ts';
-import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseFloatDtype, parseGlobalScale, parseGroupSize, parseRounding, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
+import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseFloatDtype, parseGlobalScale, parseGroupSize, parseRounding, printWritten, runWrite, summarizeLayers } from './mlx-common.ts';
+import type { CommandContext } from './context.ts';
 
-export function registerDequantize(program: Command, io: CommandIO): void {
+export function registerDequantize(program: Command, ctx: CommandContext): void {
   program
     .command('dequantize')
     .description('Turn every MLX-quantized layer (affine, mxfp4, mxfp8, nvfp4) back into a float weight, then validate the output')
@@ -31,24 +32,25 @@ Examples:
   $ tensorport dequantize q.safetensors f32.safetensors --dtype f32 --bits 4 --group-size 64`,
     )
     .action(async (input: string, output: string, opts: { dtype?: 'F16' | 'BF16' | 'F32'; bits?: number; groupSize?: number; mode?: string; rounding: 'gpu' | 'cpu'; globalScale?: number; json?: boolean } & OutputFlags) => {
-      const bar = progress(io, opts.json, 'dequantizing');
-      const r = await dequantize({
-        input,
-        output,
-        ...outputFlags(opts),
-        ...(opts.dtype ? { dtype: opts.dtype } : {}),
-        ...(opts.bits === undefined ? {} : { bits: opts.bits }),
-        ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }),
-        ...(opts.mode === undefined ? {} : { mode: opts.mode }),
-        rounding: opts.rounding,
-        ...(opts.globalScale === undefined ? {} : { globalScale: opts.globalScale }),
-        ...(bar.onProgress ? { onProgress: bar.onProgress } : {}),
-      }).finally(bar.finish);
+      const r = await runWrite(ctx, opts.json, 'dequantizing', output, (progress) =>
+        dequantize({
+          input,
+          output,
+          ...outputFlags(opts),
+          ...(opts.dtype ? { dtype: opts.dtype } : {}),
+          ...(opts.bits === undefined ? {} : { bits: opts.bits }),
+          ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }),
+          ...(opts.mode === undefined ? {} : { mode: opts.mode }),
+          rounding: opts.rounding,
+          ...(opts.globalScale === undefined ? {} : { globalScale: opts.globalScale }),
+          ...progress,
+        }),
+      );
       if (opts.json) {
-        io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+        ctx.out(`${JSON.stringify(r, null, 2)}\n`);
         return;
       }
-      io.stdout.write(`dequantized ${summarizeLayers(r) || 'no layer'}\n`);
-      printWritten(io, r);
+      ctx.out(`dequantized ${summarizeLayers(r) || 'no layer'}\n`);
+      printWritten(ctx, r);
     });
 }

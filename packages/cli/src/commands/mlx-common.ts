@@ -1,17 +1,13 @@
 /** Option parsers and output shared by the MLX commands (quantize, dequantize, repack). */
 import { InvalidArgumentError, Option } from 'commander';
-import { isAbsolute, relative } from 'node:path';
 import { AFFINE_BITS, AFFINE_GROUP_SIZES, type AffineVariant, type FloatDType } from '@tensorport/mlx';
 import type { MlxCommandResult } from '../mlx/commands.ts';
 import { OUTPUT_FORMAT_NAMES, parseOutputFormat } from '../options.ts';
-import { ProgressBar, type ProgressStream } from '../progress.ts';
-import { describeFinding, escapeTerminal } from '../report.ts';
+import { interruptible } from '../interrupt.ts';
+import { progressFor } from '../progress.ts';
+import { describeFinding, escapeTerminal, plural, shortPath } from '../report.ts';
 import { formatBytes } from '../size.ts';
-
-export interface CommandIO {
-  stdout: { write(text: string): unknown };
-  stderr: ProgressStream;
-}
+import type { CommandContext } from './context.ts';
 
 function choice(list: readonly number[], what: string): (value: string) => number {
   return (value) => {
@@ -62,31 +58,24 @@ export function outputFlags(opts: OutputFlags): { force: boolean; fsync: boolean
   return { force: opts.force === true, fsync: opts.fsync !== false, ...(opts.verify ? { verify: true } : {}), ...(opts.to ? { to: opts.to } : {}) };
 }
 
-/** A byte progress bar on stderr for human output; none with --json. */
-export function progress(io: CommandIO, json: boolean | undefined, label: string): { onProgress?: (done: number, total: number) => void; finish: () => void } {
-  if (json) return { finish: () => undefined };
-  let bar: ProgressBar | null = null;
-  return {
-    onProgress: (done, total) => {
-      bar ??= new ProgressBar(io.stderr, total, label);
-      bar.update(done);
-    },
-    finish: () => bar?.finish(),
-  };
-}
-
-function shortPath(path: string): string {
-  const rel = relative(process.cwd(), path);
-  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : path;
+/**
+ * Runs a command's write with a progress bar on stderr (none under --json) and, in the bin, under
+ * Ctrl-C handling as convert has it: the line saying what the rollback left at `output`, exit 130.
+ * A failure propagates; program.ts prints it (one object under --json).
+ */
+export async function runWrite<T>(ctx: CommandContext, json: boolean | undefined, label: string, output: string, work: (progress: { onProgress?: (done: number, total: number) => void }) => Promise<T>): Promise<T> {
+  const bar = progressFor(ctx.stderr, json, label);
+  const go = () => work(bar.onProgress ? { onProgress: bar.onProgress } : {}).finally(bar.finish);
+  return ctx.handleSignals ? interruptible(output, ctx.err, go, bar.finish) : go();
 }
 
 /** Warnings on stderr, then the files written (and copied) on stdout. */
-export function printWritten(io: CommandIO, r: MlxCommandResult): void {
-  for (const w of r.warnings) io.stderr.write(`tensorport: warning: ${describeFinding(w)}\n`);
+export function printWritten(ctx: Pick<CommandContext, 'out' | 'err'>, r: MlxCommandResult): void {
+  for (const w of r.warnings) ctx.err(`tensorport: warning: ${describeFinding(w)}\n`);
   const files = r.files.length - r.copied.length;
-  io.stdout.write(`wrote ${files} file${files === 1 ? '' : 's'} (${r.tensors} tensor${r.tensors === 1 ? '' : 's'}, ${formatBytes(r.bytes)}), validated${r.verified ? ' and diffed equal' : ''}:\n`);
-  for (const f of r.files.slice(0, files)) io.stdout.write(`  ${escapeTerminal(shortPath(f))}\n`);
-  if (r.copied.length > 0) io.stdout.write(`copied from the input model: ${escapeTerminal(r.copied.join(', '))}\n`);
+  ctx.out(`wrote ${plural(files, 'file')} (${plural(r.tensors, 'tensor')}, ${formatBytes(r.bytes)}), validated${r.verified ? ' and diffed equal' : ''}:\n`);
+  for (const f of r.files.slice(0, files)) ctx.out(`  ${escapeTerminal(shortPath(f))}\n`);
+  if (r.copied.length > 0) ctx.out(`copied from the input model: ${escapeTerminal(r.copied.join(', '))}\n`);
 }
 
 /** "12 layers at 4 bits/group 64, 2 at 8 bits/group 64 (affine)". */
@@ -96,5 +85,5 @@ export function summarizeLayers(r: MlxCommandResult): string {
     const key = `${l.bits} bits/group ${l.groupSize} (${l.mode})`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
-  return [...counts].map(([k, n]) => `${n} layer${n === 1 ? '' : 's'} at ${k}`).join(', ');
+  return [...counts].map(([k, n]) => `${plural(n, 'layer')} at ${k}`).join(', ');
 }

@@ -1,8 +1,9 @@
 import { Option, type Command } from 'commander';
 import { quantize } from '../mlx/commands.ts';
-import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseQuantizeGroupSize, parseRounding, printWritten, progress, summarizeLayers, type CommandIO } from './mlx-common.ts';
+import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseQuantizeGroupSize, parseRounding, printWritten, runWrite, summarizeLayers } from './mlx-common.ts';
+import type { CommandContext } from './context.ts';
 
-export function registerQuantize(program: Command, io: CommandIO): void {
+export function registerQuantize(program: Command, ctx: CommandContext): void {
   program
     .command('quantize')
     .description('Quantize a checkpoint as mlx-lm does (Linear/Embedding weights to U32 codes + scales [+ biases]), then validate it')
@@ -38,13 +39,14 @@ qwen3_moe, gpt_oss, minimax at 8 bits/group 64). Per-layer choices are written i
 as mlx-lm writes them, so they need a directory output.`,
     )
     .action(async (input: string, output: string, opts: { bits?: number; groupSize?: number; mode: string; recipe?: string; bitsFor: string[]; rounding: 'gpu' | 'cpu'; json?: boolean } & OutputFlags) => {
-      const bar = progress(io, opts.json, 'quantizing');
-      const r = await quantize({ input, output, ...(opts.bits === undefined ? {} : { bits: opts.bits }), ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }), mode: opts.mode, ...(opts.recipe ? { recipe: opts.recipe } : {}), bitsFor: opts.bitsFor, rounding: opts.rounding, ...outputFlags(opts), ...(bar.onProgress ? { onProgress: bar.onProgress } : {}) }).finally(bar.finish);
+      const r = await runWrite(ctx, opts.json, 'quantizing', output, (progress) =>
+        quantize({ input, output, ...(opts.bits === undefined ? {} : { bits: opts.bits }), ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }), mode: opts.mode, ...(opts.recipe ? { recipe: opts.recipe } : {}), bitsFor: opts.bitsFor, rounding: opts.rounding, ...outputFlags(opts), ...progress }),
+      );
       if (opts.json) {
-        io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+        ctx.out(`${JSON.stringify(r, null, 2)}\n`);
         return;
       }
-      io.stdout.write(`quantized ${summarizeLayers(r) || 'no layer'}, ${opts.rounding} rounding\n`);
-      printWritten(io, r);
+      ctx.out(`quantized ${summarizeLayers(r) || 'no layer'}, ${opts.rounding} rounding\n`);
+      printWritten(ctx, r);
     });
 }

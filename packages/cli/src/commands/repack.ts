@@ -1,10 +1,11 @@
 import { Option, type Command } from 'commander';
 import { repack } from '../mlx/commands.ts';
 import { table } from '../table.ts';
-import { escapeTerminal } from '../report.ts';
-import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseGroupSize, parseRounding, printWritten, progress, type CommandIO } from './mlx-common.ts';
+import { escapeTerminal, plural } from '../report.ts';
+import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseGroupSize, parseRounding, printWritten, runWrite } from './mlx-common.ts';
+import type { CommandContext } from './context.ts';
 
-export function registerRepack(program: Command, io: CommandIO): void {
+export function registerRepack(program: Command, ctx: CommandContext): void {
   program
     .command('repack')
     .description('Change the bits and group size of an MLX affine-quantized checkpoint; reports the error of every lossy layer')
@@ -30,18 +31,19 @@ Examples:
   $ tensorport repack ./model-8bit/ ./model-4bit/ --bits 4 --group-size 64        # lossy, error reported`,
     )
     .action(async (input: string, output: string, opts: { bits: number; groupSize: number; rounding: 'gpu' | 'cpu'; json?: boolean } & OutputFlags) => {
-      const bar = progress(io, opts.json, 'repacking');
-      const r = await repack({ input, output, bits: opts.bits, groupSize: opts.groupSize, rounding: opts.rounding, ...outputFlags(opts), ...(bar.onProgress ? { onProgress: bar.onProgress } : {}) }).finally(bar.finish);
+      const r = await runWrite(ctx, opts.json, 'repacking', output, (progress) =>
+        repack({ input, output, bits: opts.bits, groupSize: opts.groupSize, rounding: opts.rounding, ...outputFlags(opts), ...progress }),
+      );
       if (opts.json) {
-        io.stdout.write(`${JSON.stringify(r, null, 2)}\n`);
+        ctx.out(`${JSON.stringify(r, null, 2)}\n`);
         return;
       }
       const lossy = r.report.filter((l) => !l.lossless);
-      io.stdout.write(`repacked ${r.report.length} layer${r.report.length === 1 ? '' : 's'} to ${opts.bits} bits/group ${opts.groupSize}: ${r.report.length - lossy.length} lossless, ${lossy.length} re-quantized\n`);
+      ctx.out(`repacked ${plural(r.report.length, 'layer')} to ${opts.bits} bits/group ${opts.groupSize}: ${r.report.length - lossy.length} lossless, ${lossy.length} re-quantized\n`);
       if (lossy.length > 0) {
         const rows = lossy.map((l) => [escapeTerminal(l.layer), `${l.from.bits}/${l.from.groupSize}`, `${l.to.bits}/${l.to.groupSize}`, l.maxAbsError.toPrecision(4)]);
-        io.stdout.write(`${table([['layer', 'from', 'to', 'max abs error'], ...rows], new Set([3]))}\n`);
+        ctx.out(`${table([['layer', 'from', 'to', 'max abs error'], ...rows], new Set([3]))}\n`);
       }
-      printWritten(io, r);
+      printWritten(ctx, r);
     });
 }
