@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI, FIXTURES, fileSha256, sparseSafetensors, tempDir, tensorport } from './helpers.ts';
 
-/** Starts `tensorport convert`, sends SIGINT once a temp file of ours appears under `watch`, resolves to the exit and stderr. */
-function interruptWhileWriting(args: string[], watch: string): Promise<{ code: number | null; signal: string | null; stderr: string; sawTemp: boolean }> {
+/** Starts `tensorport <command>` (convert), sends SIGINT once a temp file of ours appears under `watch`, resolves to the exit and stderr. */
+function interruptWhileWriting(args: string[], watch: string, command = 'convert'): Promise<{ code: number | null; signal: string | null; stderr: string; sawTemp: boolean }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'convert', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, command, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     let sawTemp = false;
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
@@ -60,5 +60,16 @@ describe('Ctrl-C during convert', { timeout: 90_000 }, () => {
     expect(r.stderr).toBe(`tensorport: interrupted, nothing written (${model}/ is as it was)\n`);
     expect((await readdir(model)).sort()).toEqual(['config.json', 'model.safetensors']);
     expect(await fileSha256(join(model, 'model.safetensors'))).toBe(before);
+  });
+
+  it('quantize (through mlx-common runWrite, as dequantize and repack): exit 130, the same line, nothing left', async () => {
+    const dir = await tempDir();
+    const input = join(dir, 'big.safetensors');
+    await sparseSafetensors(input, 512 * 2 ** 20);
+    const r = await interruptWhileWriting([input, join(dir, 'q.safetensors')], dir, 'quantize');
+    expect(r.sawTemp).toBe(true);
+    expect(r.code, r.stderr).toBe(130);
+    expect(r.stderr).toBe('tensorport: interrupted, nothing written\n');
+    expect((await readdir(dir)).sort()).toEqual(['big.safetensors']);
   });
 });

@@ -1,8 +1,8 @@
-import { copyFile, truncate } from 'node:fs/promises';
+import { copyFile, truncate, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FIXTURES, listDir, tempDir, tensorport } from './helpers.ts';
+import { FIXTURES, listDir, safetensorsFile, tempDir, tensorport } from './helpers.ts';
 import { runInProcess as run } from './in-process.ts';
 
 const transformer = join(FIXTURES, 'transformer_shard.safetensors');
@@ -45,6 +45,26 @@ describe('--json prints one JSON object on stdout when the command fails', () =>
     const q = await run('quantize', missing, join(await tempDir(), 'q.safetensors'), '--json');
     expect(q.code).toBe(1);
     expect(failure(q.stdout).ok).toBe(false);
+  });
+
+  it('dequantize of a file that is no checkpoint, and of U32 codes whose shapes fit two MLX settings: the error object, exit 1, nothing written', async () => {
+    const dir = await tempDir();
+    const notes = join(dir, 'notes.txt');
+    await writeFile(notes, 'not a model\n');
+    const r = await run('dequantize', notes, join(dir, 'out.safetensors'), '--json');
+    expect(r.code).toBe(1);
+    expect(failure(r.stdout)).toMatchObject({ ok: false, exitCode: 1, error: { code: 'UnknownFormat', path: notes } });
+    expect(r.stderr).toMatch(/^tensorport: UnknownFormat: /);
+    // 16 words and 4 scales per row fit 4 bits/group 32 and 2 bits/group 64: the command's hint is in the object
+    const amb = join(dir, 'amb.safetensors');
+    const side = new Uint8Array(8 * 4 * 4);
+    await writeFile(amb, safetensorsFile({ 'l.weight': { dtype: 'U32', shape: [8, 16], data: new Uint8Array(8 * 16 * 4) }, 'l.scales': { dtype: 'F32', shape: [8, 4], data: side }, 'l.biases': { dtype: 'F32', shape: [8, 4], data: side } }));
+    const a = await run('dequantize', amb, join(dir, 'out.safetensors'), '--json');
+    expect(a.code).toBe(1);
+    const f = failure(a.stdout);
+    expect(f).toMatchObject({ ok: false, exitCode: 1, error: { code: 'MlxAmbiguousQuantization' } });
+    expect(String(f.error.message)).toContain('pass --bits and --group-size');
+    expect(await listDir(dir)).toEqual(['amb.safetensors', 'notes.txt']);
   });
 
   it('usage errors found while parsing and after it: InvalidOption with usage: true, exit 2', async () => {
