@@ -86,6 +86,15 @@ class CountingTarget extends MemoryTarget {
   }
 }
 
+/** The tied-sharded fixture (an index and five pytorch_model-*.bin shards) in a counting folder. */
+async function shardedFolder(): Promise<{ folder: CountingFolder; shards: string[] }> {
+  const files: Array<[string, Uint8Array]> = [];
+  for (const f of await readdir(SHARDED)) files.push([f, new Uint8Array(await readFile(join(SHARDED, f)))]);
+  const shards = files.map(([f]) => f).filter((f) => f.endsWith('.bin'));
+  expect(shards).toHaveLength(5);
+  return { folder: new CountingFolder(new MemoryFolder(files, 'tied-sharded')), shards };
+}
+
 describe('one pass over input and output (a torch convert)', () => {
   it('opens the input once and parses its ZIP directory once; the output is reopened once', async () => {
     const bytes = new Uint8Array(await readFile(TORCH));
@@ -123,15 +132,11 @@ describe('one pass over input and output (a torch convert)', () => {
   });
 
   it('a sharded pytorch_model-*.bin folder: each shard opened once, its data.pkl run once', async () => {
-    const files: Array<[string, Uint8Array]> = [];
-    for (const f of await readdir(SHARDED)) files.push([f, new Uint8Array(await readFile(join(SHARDED, f)))]);
-    const folder = new CountingFolder(new MemoryFolder(files, 'tied-sharded'));
+    const { folder, shards } = await shardedFolder();
     const input = new FolderContext(folder, null, { codec: nodeZlibCodec });
     const r = await convert({ input, target: new MemoryTarget('out.safetensors') });
     await input.close();
     expect(r.from).toBe('torch-sharded');
-    const shards = files.map(([f]) => f).filter((f) => f.endsWith('.bin'));
-    expect(shards).toHaveLength(5);
     for (const s of shards) expect(folder.opens.get(s), s).toBe(1);
     const counted = runsOf((p) => p.endsWith('/data.pkl'));
     expect(Object.keys(counted)).toHaveLength(5);
@@ -181,14 +186,11 @@ describe('one pass over the input (a torch validate)', () => {
   });
 
   it('a sharded pytorch_model-*.bin folder: each shard opened once, its data.pkl run once', async () => {
-    const files: Array<[string, Uint8Array]> = [];
-    for (const f of await readdir(SHARDED)) files.push([f, new Uint8Array(await readFile(join(SHARDED, f)))]);
-    const folder = new CountingFolder(new MemoryFolder(files, 'tied-sharded'));
+    const { folder, shards } = await shardedFolder();
     const input = new FolderContext(folder, null, { codec: nodeZlibCodec });
     const r = await validate(input);
     await input.close();
     expect(r.valid).toBe(true);
-    const shards = files.map(([f]) => f).filter((f) => f.endsWith('.bin'));
     for (const s of shards) expect(folder.opens.get(s), s).toBe(1);
     expect(Object.values(runsOf((p) => p.endsWith('/data.pkl')))).toEqual([1, 1, 1, 1, 1]);
   });
