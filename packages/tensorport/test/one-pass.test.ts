@@ -86,15 +86,6 @@ class CountingTarget extends MemoryTarget {
   }
 }
 
-/** The tied-sharded fixture (an index and five pytorch_model-*.bin shards) in a counting folder. */
-async function shardedFolder(): Promise<{ folder: CountingFolder; shards: string[] }> {
-  const files: Array<[string, Uint8Array]> = [];
-  for (const f of await readdir(SHARDED)) files.push([f, new Uint8Array(await readFile(join(SHARDED, f)))]);
-  const shards = files.map(([f]) => f).filter((f) => f.endsWith('.bin'));
-  expect(shards).toHaveLength(5);
-  return { folder: new CountingFolder(new MemoryFolder(files, 'tied-sharded')), shards };
-}
-
 describe('one pass over input and output (a torch convert)', () => {
   it('opens the input once and parses its ZIP directory once; the output is reopened once', async () => {
     const bytes = new Uint8Array(await readFile(TORCH));
@@ -118,29 +109,6 @@ describe('one pass over input and output (a torch convert)', () => {
     expect(pickleReads).toHaveLength(1);
     // Validation, the shape check and --verify share one open of the written file.
     expect(Object.fromEntries(target.folder!.opens)).toEqual({ 'out.safetensors': 1 });
-  });
-
-  it('a legacy torch file: each of its five pickles runs once', async () => {
-    const bytes = new Uint8Array(await readFile(LEGACY));
-    const input = new FolderContext(new MemoryFolder([['legacy.pt', bytes]]), 'legacy.pt');
-    const r = await convert({ input, target: new MemoryTarget('out.safetensors'), verify: true });
-    await input.close();
-    expect(r.from).toBe('torch-legacy');
-    const counted = runsOf((p) => p === 'legacy.pt');
-    expect(Object.keys(counted)).toHaveLength(5);
-    expect(Object.values(counted)).toEqual([1, 1, 1, 1, 1]);
-  });
-
-  it('a sharded pytorch_model-*.bin folder: each shard opened once, its data.pkl run once', async () => {
-    const { folder, shards } = await shardedFolder();
-    const input = new FolderContext(folder, null, { codec: nodeZlibCodec });
-    const r = await convert({ input, target: new MemoryTarget('out.safetensors') });
-    await input.close();
-    expect(r.from).toBe('torch-sharded');
-    for (const s of shards) expect(folder.opens.get(s), s).toBe(1);
-    const counted = runsOf((p) => p.endsWith('/data.pkl'));
-    expect(Object.keys(counted)).toHaveLength(5);
-    expect(Object.values(counted)).toEqual([1, 1, 1, 1, 1]);
   });
 
   it('a refusal still names every offending global, from that one run, and assembles nothing', async () => {
@@ -175,26 +143,6 @@ describe('one pass over the input (a torch validate)', () => {
     for (const e of storages) expect(folder.touching('model.pt', e.localHeaderOffset + 30, e.localHeaderOffset + 30 + e.name.length + 64 + e.compressedSize), e.name).toBeGreaterThan(0);
   });
 
-  it('a legacy torch file: each of its five pickles runs once', async () => {
-    const input = new FolderContext(new MemoryFolder([['legacy.pt', new Uint8Array(await readFile(LEGACY))]]), 'legacy.pt');
-    const r = await validate(input);
-    await input.close();
-    expect(r).toMatchObject({ format: 'torch', valid: true });
-    const counted = runsOf((p) => p === 'legacy.pt');
-    expect(Object.keys(counted)).toHaveLength(5);
-    expect(Object.values(counted)).toEqual([1, 1, 1, 1, 1]);
-  });
-
-  it('a sharded pytorch_model-*.bin folder: each shard opened once, its data.pkl run once', async () => {
-    const { folder, shards } = await shardedFolder();
-    const input = new FolderContext(folder, null, { codec: nodeZlibCodec });
-    const r = await validate(input);
-    await input.close();
-    expect(r.valid).toBe(true);
-    for (const s of shards) expect(folder.opens.get(s), s).toBe(1);
-    expect(Object.values(runsOf((p) => p.endsWith('/data.pkl')))).toEqual([1, 1, 1, 1, 1]);
-  });
-
   it('an unsafe file is invalid, naming its globals from the one run, and nothing is assembled', async () => {
     const file = join(REPO, 'fixtures/torch-objects/hostile-payloads.pt');
     const input = new FolderContext(new MemoryFolder([['hostile.pt', new Uint8Array(await readFile(file))]]), 'hostile.pt', { codec: nodeZlibCodec });
@@ -205,5 +153,41 @@ describe('one pass over the input (a torch validate)', () => {
     expect(globals).toMatch(/posix\.system/);
     expect(globals).toMatch(/socket\.create_connection/);
     expect(Object.values(runsOf((p) => p.endsWith('/data.pkl')))).toEqual([1]);
+  });
+});
+
+/** Both torch pipelines; each resolves to the format it read, and must run every pickle once. */
+const PIPELINES: Array<[string, (input: Context) => Promise<string | null>]> = [
+  ['convert', async (input) => (await convert({ input, target: new MemoryTarget('out.safetensors'), verify: true })).from],
+  ['validate', async (input) => {
+    const r = await validate(input);
+    expect(r.errors).toEqual([]);
+    return r.format;
+  }],
+];
+
+describe.each(PIPELINES)('one run per pickle (%s)', (_name, run) => {
+  it('a legacy torch file: each of its five pickles runs once', async () => {
+    const input = new FolderContext(new MemoryFolder([['legacy.pt', new Uint8Array(await readFile(LEGACY))]]), 'legacy.pt');
+    expect(await run(input)).toMatch(/^torch/);
+    await input.close();
+    const counted = runsOf((p) => p === 'legacy.pt');
+    expect(Object.keys(counted)).toHaveLength(5);
+    expect(Object.values(counted)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('a sharded pytorch_model-*.bin folder: each shard opened once, its data.pkl run once', async () => {
+    const files: Array<[string, Uint8Array]> = [];
+    for (const f of await readdir(SHARDED)) files.push([f, new Uint8Array(await readFile(join(SHARDED, f)))]);
+    const folder = new CountingFolder(new MemoryFolder(files, 'tied-sharded'));
+    const input = new FolderContext(folder, null, { codec: nodeZlibCodec });
+    expect(await run(input)).toMatch(/^torch/);
+    await input.close();
+    const shards = files.map(([f]) => f).filter((f) => f.endsWith('.bin'));
+    expect(shards).toHaveLength(5);
+    for (const s of shards) expect(folder.opens.get(s), s).toBe(1);
+    const counted = runsOf((p) => p.endsWith('/data.pkl'));
+    expect(Object.keys(counted)).toHaveLength(5);
+    expect(Object.values(counted)).toEqual([1, 1, 1, 1, 1]);
   });
 });
