@@ -23,8 +23,8 @@ const PNPM = ['npx', ['--yes', 'pnpm@12.4.2']];
 /**
  * One way to make each library entry point throw: the error must be a TensorportError of the one
  * class every other entry exports. Keyed by import specifier; `m` is the entry's module, `core` is
- * @tensorport/core, `ctx.missing` a path that does not exist, `ctx.badConfigDir` a directory whose
- * config.json is not JSON. A published entry without a row here fails the run.
+ * @tensorport/core, `ctx.missing` a path that does not exist. A published entry without a row
+ * here fails the run.
  */
 const TRIGGERS = String.raw`{
   'tensorport': (m) => m.inspect(m.memoryContext(new m.MemoryFolder([['x.safetensors', new Uint8Array(3)]]), 'x.safetensors')),
@@ -35,7 +35,6 @@ const TRIGGERS = String.raw`{
   '@tensorport/torch-zip': (m) => m.openTorchCheckpoint(new Uint8Array(64)),
   '@tensorport/torch-zip/node': (m, core, ctx) => m.openTorchCheckpointFile(ctx.missing),
   '@tensorport/mlx': (m) => m.checkAffineParams(7, 64),
-  '@tensorport/mlx/node': (m, core, ctx) => m.readModelConfig(ctx.badConfigDir),
   '@tensorport/gguf': (m, core) => m.openGguf(new core.BytesSource(new Uint8Array(64))),
   '@tensorport/cli': (m, core, ctx) => m.inspect(ctx.missing),
 }`;
@@ -339,13 +338,10 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
         if (typeof esm === 'string') esmFiles[spec] = join(app, 'node_modules', name, esm);
       }
     }
-    const badConfigDir = join(work, 'bad-config');
-    await mkdir(badConfigDir);
-    await writeFile(join(badConfigDir, 'config.json'), '{ not json');
     await writeFile(join(app, 'runner.cjs'), RUNNER);
     await writeFile(join(app, 'check-esm.mjs'), ESM_RUNNER);
     await writeFile(join(app, 'check-cjs.cjs'), CJS_RUNNER);
-    const ctx = { missing: join(work, 'does-not-exist.safetensors'), badConfigDir, esmFiles };
+    const ctx = { missing: join(work, 'does-not-exist.safetensors'), esmFiles };
     for (const [group, file] of [['esm', 'check-esm.mjs'], ['cjs', 'check-cjs.cjs']]) {
       const r = await run('node', [file, JSON.stringify([entries, ctx])], { cwd: app });
       let results = null;

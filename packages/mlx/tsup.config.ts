@@ -1,3 +1,3 @@
 import { packageConfig } from '../../tsup.shared.ts';
 
-export default packageConfig({ entry: { index: 'src/index.ts', node: 'src/node/index.ts' } });
+export default packageConfig({ entry: { index: 'src/index.ts' } });

@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { editJsonObject } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { dequantizeCheckpoint, quantizeCheckpoint } from '../src/index.ts';
-import { openMlxModel, readModelConfig, writeMlxModelDir } from '../src/node/index.ts';
-import { floatTensor } from './helpers/memory.ts';
+import { dequantizeCheckpoint, quantizeCheckpoint } from '@tensorport/mlx';
+import { floatTensor } from '../../mlx/test/helpers/memory.ts';
+import { openMlxModel, readModelConfig, writeMlxModelDir } from './helpers/mlx-model.ts';
 
 /**
  * Issue 11 item 3: quantize/dequantize rewrote config.json through a JS round trip, so Python's
@@ -30,11 +30,11 @@ async function roundTrip(name: string): Promise<{ original: string; quantized: s
   const config = await readModelConfig(join(CONFIGS, name));
   const q = quantizeCheckpoint({ tensors: tensors() }, { bits: 4, groupSize: 32, config });
   const qdir = mkdtempSync(join(tmpdir(), `tp-cfg-q-${name}-`));
-  await writeMlxModelDir(qdir, q, { fsync: false });
+  await writeMlxModelDir(qdir, q);
   const opened = await openMlxModel(qdir);
   const ddir = mkdtempSync(join(tmpdir(), `tp-cfg-d-${name}-`));
   try {
-    await writeMlxModelDir(ddir, dequantizeCheckpoint(opened.checkpoint, { config: opened.config }), { fsync: false });
+    await writeMlxModelDir(ddir, dequantizeCheckpoint(opened.checkpoint, { config: opened.config }));
   } finally {
     await opened.checkpoint.close();
   }

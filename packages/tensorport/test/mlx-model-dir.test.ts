@@ -1,11 +1,16 @@
+/**
+ * mlx-lm model directories read and written through the library (openPath + readConfig, and
+ * writeMlxModelLayout over a FileTarget): moved from @tensorport/mlx, whose own Node helpers for
+ * them are gone, so one writer applies the output policy to every model directory.
+ */
 import { mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dequantizeCheckpoint, findQuantizedLayers, repackCheckpoint } from '../src/index.ts';
-import { openMlxModel, readModelConfig, writeMlxModelDir } from '../src/node/index.ts';
-import { collect } from './helpers/memory.ts';
+import { dequantizeCheckpoint, findQuantizedLayers, repackCheckpoint } from '@tensorport/mlx';
+import { collect } from '../../mlx/test/helpers/memory.ts';
+import { openMlxModel, readModelConfig, writeMlxModelDir } from './helpers/mlx-model.ts';
 
 const fixture = fileURLToPath(new URL('../../../fixtures/mlx/tiny-mixed/', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'tensorport-mlx-'));
@@ -19,7 +24,7 @@ describe('model directories on disk', () => {
     expect(layers).toHaveLength(9);
     const repacked = repackCheckpoint(checkpoint, { groupSize: 32, bits: 8 }, { config });
     const out = join(tmp, 'repacked');
-    const { files } = await writeMlxModelDir(out, repacked, { fsync: false });
+    const { files } = await writeMlxModelDir(out, repacked);
     expect(readdirSync(out).sort()).toEqual([...files].sort());
     expect(repacked.report.every((r) => r.lossless && r.maxAbsError === 0)).toBe(true);
     // Same dequantized weights as the original, read back from disk.
@@ -41,7 +46,7 @@ describe('model directories on disk', () => {
     mkdirSync(out);
     writeFileSync(join(out, 'config.json'), '{}');
     const d = dequantizeCheckpoint(checkpoint, { config });
-    await expect(writeMlxModelDir(out, d, { fsync: false })).rejects.toMatchObject({ code: 'OutputExists' });
+    await expect(writeMlxModelDir(out, d)).rejects.toMatchObject({ code: 'OutputExists' });
     expect(readdirSync(out)).toEqual(['config.json']);
     await checkpoint.close();
   });
@@ -53,6 +58,8 @@ describe('model directories on disk', () => {
     await expect(readModelConfig(dir)).rejects.toMatchObject({ code: 'MlxInvalidConfig' });
     writeFileSync(join(dir, 'config.json'), '[1]');
     await expect(readModelConfig(dir)).rejects.toMatchObject({ code: 'MlxInvalidConfig' });
-    expect(await readModelConfig(join(tmp, 'nowhere'))).toBeUndefined();
+    const none = join(tmp, 'noconfig');
+    mkdirSync(none);
+    expect(await readModelConfig(none)).toBeUndefined();
   });
 });
