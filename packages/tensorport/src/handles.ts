@@ -10,8 +10,11 @@
  * target needs `getFileHandle({ create })`): an entry this target made is removed on abort. In a
  * directory, files are written under a temporary name and moved onto their own on commit when the
  * handle can `move` (Chromium), so no entry of the output's names exists before its bytes do.
+ * Old weight files in a directory (model.safetensors, shards, an index) that this write would not
+ * replace are refused without force and removed with it once the files are committed, as on disk.
  */
 import { FolderContext, MemoryFolder, TensorportError, type ByteSink, type Context, type DeflateCodec, type OutputTarget } from '@tensorport/core';
+import { leftoversExist, leftoverWeightFiles } from './model-files.ts';
 
 export interface WritableLike {
   write(data: Uint8Array | { type: 'write'; position: number; data: Uint8Array }): Promise<void>;
@@ -36,6 +39,8 @@ export interface DirectoryHandleLike {
   readonly name: string;
   getFileHandle(name: string, options?: { create?: boolean }): Promise<FileHandleLike>;
   removeEntry(name: string): Promise<void>;
+  /** The names of its entries (old shards and indexes are found among them). */
+  keys(): AsyncIterable<string>;
 }
 
 export interface HandleTargetOptions {
@@ -84,11 +89,17 @@ export class HandleTarget implements OutputTarget {
 
   async prepare(files: readonly string[], shadows: readonly string[] = []): Promise<void> {
     if (!this.directory) return;
-    this.shadows = shadows;
-    if (this.options.force === true) return;
-    for (const f of [...files, ...shadows]) {
-      if (await this.existing(f)) throw new TensorportError('OutputExists', `${this.locate(f)} already exists`, { path: this.locate(f) });
+    const present: string[] = [];
+    for await (const name of (this.handle as DirectoryHandleLike).keys()) present.push(name);
+    // The FileTarget's rule: old weight files a loader would read with the new ones go with force, else refuse.
+    const leftovers = leftoverWeightFiles(present, files, shadows);
+    if (this.options.force !== true) {
+      for (const f of files) {
+        if (present.includes(f)) throw new TensorportError('OutputExists', `${this.locate(f)} already exists`, { path: this.locate(f) });
+      }
+      if (leftovers.length > 0) throw leftoversExist(this.locate(leftovers[0]!), leftovers);
     }
+    this.shadows = leftovers;
   }
 
   async create(file: string): Promise<ByteSink> {
@@ -123,15 +134,6 @@ export class HandleTarget implements OutputTarget {
       entries.push([this.name, await (this.handle as FileHandleLike).getFile()]);
     }
     return new FolderContext(new MemoryFolder(entries, this.name), this.directory ? null : this.name, this.codec ? { codec: this.codec } : {});
-  }
-
-  private async existing(file: string): Promise<boolean> {
-    try {
-      await (this.handle as DirectoryHandleLike).getFileHandle(file);
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   private checkSignal(): void {

@@ -8,7 +8,7 @@
  * Only a directory input carries them: a file, an index file included, is converted alone (its
  * folder may hold other things: a download directory, test fixtures' manifests).
  */
-import type { Context, Finding, Folder } from '@tensorport/core';
+import { TensorportError, type Context, type Finding, type Folder } from '@tensorport/core';
 
 /** Tokenizer, configs, chat templates, remote code. Weights never match (their extensions differ). */
 const CARRIED = /\.(json|jsonl|txt|model|tiktoken|jinja|py)$/i;
@@ -81,4 +81,31 @@ async function readCapped(folder: Folder, name: string): Promise<CarryRead> {
   } finally {
     await source.close();
   }
+}
+
+/**
+ * Weight files of an older write that a loader would read with the new ones: model.safetensors,
+ * shards (`model-00001-of-00004.safetensors`, any prefix: diffusers, PEFT) and indexes (mlx-lm
+ * loads every model*.safetensors of a directory; transformers an index, else model.safetensors).
+ * Only these names: a `model_ema.safetensors` beside them is someone's file, never removed.
+ */
+const WEIGHT_FILE = /^model\.safetensors$|-\d+-of-\d+\.safetensors$|\.safetensors\.index\.json$/;
+
+/**
+ * The entries of an output directory (`present`) that a write of `files` leaves but a loader would
+ * read with it: the other layout's entry file (`shadows`, e.g. model.safetensors beside a new
+ * index) and old weight files this write does not replace. Sorted. Every target (FileTarget,
+ * HandleTarget) refuses them without force and removes them with it.
+ */
+export function leftoverWeightFiles(present: readonly string[], files: readonly string[], shadows: readonly string[] = []): string[] {
+  const planned = new Set(files);
+  const shadowing = shadows.filter((s) => present.includes(s) && !planned.has(s));
+  const stale = present.filter((n) => WEIGHT_FILE.test(n) && !planned.has(n) && !shadowing.includes(n));
+  return [...shadowing, ...stale].sort();
+}
+
+/** The refusal of leftovers without force; `first` is where the first one is (its path). */
+export function leftoversExist(first: string, leftovers: readonly string[]): TensorportError {
+  const others = leftovers.length > 1 ? ` (so do ${leftovers.slice(1).join(', ')})` : '';
+  return new TensorportError('OutputExists', `${first} already exists and would be loaded with the new weights${others}: use --force to remove them with this write`, { path: first });
 }

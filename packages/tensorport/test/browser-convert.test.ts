@@ -78,4 +78,20 @@ describe.skipIf(SKIP)('the tensorport library in Chromium (a Vite-built page, no
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  test('a directory handle holding an old sharded write: refused without force naming the shards and index, removed with force; model_ema.safetensors stays', async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(url);
+    await page.waitForSelector('body[data-ready="1"]');
+    await page.setInputFiles('#file', TORCH);
+    const r = await page.evaluate(() => (globalThis as unknown as { staleShards(): Promise<{ refused: { code: string; message: string; path?: string } | null; afterRefusal: string[]; afterForce: string[] }> }).staleShards());
+    expect(errors).toEqual([]);
+    const old = ['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json'];
+    expect(r.refused).toMatchObject({ code: 'OutputExists', path: `stale/${old[0]}` });
+    expect(r.refused!.message).toContain(`so do ${old[1]}, ${old[2]}`);
+    expect(r.afterRefusal).toEqual([...old, 'model_ema.safetensors']);
+    expect(r.afterForce).toEqual(['model.safetensors', 'model_ema.safetensors']);
+  });
 });

@@ -2,6 +2,7 @@ import { lstat, mkdir, readdir, rm, rmdir, stat, unlink } from 'node:fs/promises
 import { dirname, join, resolve, sep } from 'node:path';
 import { FolderContext, TensorportError, type ByteSink, type Context, type OutputTarget } from '@tensorport/core';
 import { CommitGroup, FileSink, nodeZlibCodec, sameFile } from '@tensorport/core/node';
+import { leftoversExist, leftoverWeightFiles } from '../model-files.ts';
 import { NodeFolder, pathContext } from './folder.ts';
 
 export interface FileTargetOptions {
@@ -10,14 +11,6 @@ export interface FileTargetOptions {
   /** fsync each output before it is renamed into place (default true). */
   fsync?: boolean;
 }
-
-/**
- * Weight files of an older write that a loader would read with the new ones: model.safetensors,
- * shards (`model-00001-of-00004.safetensors`, any prefix: diffusers, PEFT) and indexes (mlx-lm
- * loads every model*.safetensors of a directory; transformers an index, else model.safetensors).
- * Only these names: a `model_ema.safetensors` beside them is someone's file, never removed.
- */
-const WEIGHT_FILE = /^model\.safetensors$|-\d+-of-\d+\.safetensors$|\.safetensors\.index\.json$/;
 
 /**
  * The output policy on disk, one for every writer: a path ending in a separator or naming an
@@ -76,24 +69,18 @@ export class FileTarget implements OutputTarget {
     if (!this.directory) return;
     for (const f of files) this.planned.add(f);
     const present = await readdir(this.path).catch(() => [] as string[]);
-    const shadowing = shadows.filter((s) => present.includes(s) && !this.planned.has(s));
-    const stale = present.filter((n) => WEIGHT_FILE.test(n) && !this.planned.has(n) && !shadowing.includes(n)).sort();
-    for (const s of [...shadowing, ...stale]) {
+    // Entries this write leaves but a loader would read with it: the other layout's entry file, old shards.
+    const leftovers = leftoverWeightFiles(present, [...this.planned], shadows);
+    for (const s of leftovers) {
       for (const input of this.inputs) {
         if (await sameFile(input, join(this.path, s))) throw new TensorportError('SameInputOutput', `writing into ${this.path} would remove the input ${input}`, { path: input });
       }
     }
-    // Entries this write leaves but a loader would read with it: the other layout's entry file, old shards.
-    const leftovers = [...shadowing, ...stale].sort();
     if (this.options.force !== true) {
       for (const p of outs) {
         if (await exists(p)) throw new TensorportError('OutputExists', `${p} already exists (use --force to replace it)`, { path: p });
       }
-      if (leftovers.length > 0) {
-        const first = join(this.path, leftovers[0]!);
-        const others = leftovers.length > 1 ? ` (so do ${leftovers.slice(1).join(', ')})` : '';
-        throw new TensorportError('OutputExists', `${first} already exists and would be loaded with the new weights${others}: use --force to remove them with this write`, { path: first });
-      }
+      if (leftovers.length > 0) throw leftoversExist(join(this.path, leftovers[0]!), leftovers);
     }
     for (const s of leftovers) this.shadows.add(s);
     if (!(await exists(this.path))) {
