@@ -58,7 +58,7 @@ describe('config.json written by quantize/dequantize keeps the input text', () =
 
 const py = await requirePython(['transformers']);
 describe.skipIf(!py)('transformers loads the configs we wrote', () => {
-  it('AutoConfig.from_pretrained on quantize and dequantize outputs (strict Mixtral/Gemma2 fields)', { timeout: 120_000 }, async () => {
+  it('AutoConfig.from_pretrained on quantize and dequantize outputs (strict Mixtral/Gemma2 fields)', { timeout: 300_000 }, async () => {
     const dirs: string[] = [];
     for (const name of MODELS) dirs.push(...(await roundTrip(name)).dirs);
     const script = `
@@ -74,7 +74,7 @@ for d in sys.argv[1:]:
     out.append([c.model_type, getattr(c, "router_jitter_noise", None), getattr(c, "final_logit_softcapping", None)])
 print(json.dumps(out))
 `;
-    const res = JSON.parse((await runPython(py!.exe, script, { args: dirs, timeout: 110_000 })).trim().split('\n').pop()!) as Array<[string, number | null, number | null]>;
+    const res = JSON.parse((await runPython(py!.exe, script, { args: dirs, timeout: 290_000 })).trim().split('\n').pop()!) as Array<[string, number | null, number | null]>;
     expect(res.map((r) => r[0])).toEqual(['mixtral', 'mixtral', 'gemma2', 'gemma2']);
     expect(res[0]![1]).toBe(0);
     expect(res[2]![2]).toBe(30);

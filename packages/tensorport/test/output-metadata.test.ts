@@ -49,7 +49,7 @@ describe('safetensors output metadata and index', () => {
 
 const py = await requirePython(['torch', 'transformers', 'safetensors']);
 describe.skipIf(!py)('transformers reads what we write', () => {
-  it('from_pretrained on a sharded safetensors output of the tied Llama (index with total_parameters, format pt)', { timeout: 150_000 }, async () => {
+  it('from_pretrained on a sharded safetensors output of the tied Llama (index with total_parameters, format pt)', { timeout: 300_000 }, async () => {
     const dir = await tempDir();
     const out = join(dir, 'model/');
     await convertPath({ input: join(REPO, 'fixtures/transformers/tied-sharded'), output: out, maxShardSize: 6000, fsync: false });
@@ -64,7 +64,7 @@ except Exception:
 from transformers import LlamaForCausalLM
 m = LlamaForCausalLM.from_pretrained(sys.argv[1])
 print(m.num_parameters(), m.lm_head.weight.data_ptr() == m.model.embed_tokens.weight.data_ptr())
-`, { args: [out], timeout: 140_000 });
+`, { args: [out], timeout: 290_000 });
     expect(got.trim().split('\n').pop()).toBe('5712 True');
   });
 });
