@@ -120,6 +120,8 @@ export const ERROR_CODES = Object.freeze([
   'ReadOutOfBounds',
   'ShortRead',
   'IoError',
+  // not tensorport's: an unexpected exception, reported by the CLI's --json failure object (a bug to report)
+  'InternalError',
 ] as const);
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
