@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSink, FileSource, openCheckpointPath, pendingTempFiles, sameFile, writeCheckpointPath } from '../src/node/index.ts';
 import { TensorportError, writeSafetensors, type TensorDescriptor } from '../src/index.ts';
 import { collect, memTensor, patternBytes } from './helpers/mem-tensor.ts';
+import { codeOf } from './helpers/error-code.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -21,16 +22,6 @@ async function fresh(name: string): Promise<string> {
   const d = join(dir, name);
   await mkdir(d, { recursive: true });
   return d;
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof TensorportError) return e.code;
-    throw e;
-  }
-  return 'no error';
 }
 
 describe('FileSource', () => {

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommitGroup, FileSink, setStaleFileReporter, sweepStaleFiles, writeCheckpointPath } from '../src/node/index.ts';
 import { TensorportError, writeSharded, type ByteSink, type TensorDescriptor } from '../src/index.ts';
 import { memTensor } from './helpers/mem-tensor.ts';
+import { codeOf } from './helpers/error-code.ts';
 
 let dir: string;
 beforeAll(async () => {
@@ -59,16 +60,6 @@ function sinksWith(d: string, force: boolean, before: (k: number, sink: FileSink
       abort: () => sink.abort(),
     });
   };
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof TensorportError) return e.code;
-    throw e;
-  }
-  return 'no error';
 }
 
 describe('a failing commit rolls back the ones before it', () => {

@@ -3,10 +3,11 @@ import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpSource, openSafetensors, openZip, readChunks, TensorportError, type HttpSourceOptions } from '@tensorport/core';
+import { HttpSource, openSafetensors, openZip, readChunks, type HttpSourceOptions } from '@tensorport/core';
 import { FileSink } from '@tensorport/core/node';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.ts';
 import { requireNginx, startRig, type Rig } from './helpers/nginx.ts';
+import { codeOf } from './helpers/error-code.ts';
 
 const FIX = join(import.meta.dirname, '..', '..', '..', 'fixtures');
 const ST = join(FIX, 'safetensors/transformer_shard.safetensors');
@@ -14,16 +15,6 @@ const PT = join(FIX, 'torch/checkpoints/transformers.pt');
 const NPZ = join(FIX, 'npz/npz/savez.npz');
 // fast retries: the backoff schedule itself is not what these tests time
 const FAST: HttpSourceOptions = { retryDelayMs: 5, maxRetryDelayMs: 20 };
-
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof TensorportError) return e.code;
-    throw e;
-  }
-  return 'no error';
-}
 
 const nginx = await requireNginx();
 
@@ -125,25 +116,25 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
   it('accepts a small file from a server that ignores Range, refuses a larger one', async () => {
     const small = await HttpSource.open(`${rig.cdn}/norange/model.safetensors`, 'm', { wholeFileMax: 1024 * 1024 });
     expect((await openSafetensors(small)).tensors.length).toBeGreaterThan(0);
-    expect(await code(HttpSource.open(`${rig.cdn}/norange/big.bin`, 'big', { wholeFileMax: 1024 * 1024 }))).toBe('RemoteRangeUnsupported');
+    expect(await codeOf(HttpSource.open(`${rig.cdn}/norange/big.bin`, 'big', { wholeFileMax: 1024 * 1024 }))).toBe('RemoteRangeUnsupported');
   });
 
   it('refuses a server that stops honouring Range mid-file', async () => {
     const src = await HttpSource.open(`${proxy.url}/lose-range/big.bin`, 'big', { ...FAST, ifRange: false });
-    expect(await code(src.read(2 * 1024 * 1024, 1024))).toBe('RemoteRangeUnsupported');
+    expect(await codeOf(src.read(2 * 1024 * 1024, 1024))).toBe('RemoteRangeUnsupported');
   });
 
   it('detects a file that changes between reads: If-Range (200) and ETag/size checks (206)', async () => {
     for (const ifRange of [true, false]) {
       const src = await HttpSource.open(`${proxy.url}/swap/model.safetensors?ifRange=${ifRange}`, 'm', { ...FAST, ifRange, probeBytes: 16 });
-      expect(await code(src.read(1000, 16))).toBe('RemoteFileChanged');
+      expect(await codeOf(src.read(1000, 16))).toBe('RemoteFileChanged');
     }
     // rewritten in place under nginx (new mtime → new ETag)
     const src = await HttpSource.open(`${rig.cdn}/files/mutable.bin`, 'mutable');
     const served = rig.served('mutable.bin');
     writeFileSync(served, randomBytes(big.byteLength));
     utimesSync(served, new Date(), new Date(Date.now() + 5000));
-    expect(await code(src.read(3 * 1024 * 1024, 1024))).toBe('RemoteFileChanged');
+    expect(await codeOf(src.read(3 * 1024 * 1024, 1024))).toBe('RemoteFileChanged');
   });
 
   it('resumes a body reset mid-way and retries 503 and 429', async () => {
@@ -158,15 +149,15 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
   });
 
   it('gives up after the retry limit, and times out a stalled or slow server', async () => {
-    expect(await code(HttpSource.open(`${proxy.url}/e500/model.safetensors`, 'm', { ...FAST, retries: 2 }))).toBe('RemoteUnavailable');
+    expect(await codeOf(HttpSource.open(`${proxy.url}/e500/model.safetensors`, 'm', { ...FAST, retries: 2 }))).toBe('RemoteUnavailable');
     expect(proxy.seen.filter((s) => s.path === '/e500/model.safetensors').length).toBe(3);
-    expect(await code(HttpSource.open(`${proxy.url}/hang/model.safetensors`, 'm', { ...FAST, retries: 1, timeoutMs: 300 }))).toBe('RemoteTimeout');
+    expect(await codeOf(HttpSource.open(`${proxy.url}/hang/model.safetensors`, 'm', { ...FAST, retries: 1, timeoutMs: 300 }))).toBe('RemoteTimeout');
     const slow = await HttpSource.open(`${rig.cdn}/slow/big.bin`, 'big', { ...FAST, retries: 0, timeoutMs: 500, probeBytes: 1024 });
-    expect(await code(slow.read(0, 512 * 1024))).toBe('RemoteTimeout');
+    expect(await codeOf(slow.read(0, 512 * 1024))).toBe('RemoteTimeout');
   });
 
   it('names a missing file RemoteNotFound', async () => {
-    expect(await code(HttpSource.open(`${rig.cdn}/files/nope.bin`, 'nope', FAST))).toBe('RemoteNotFound');
+    expect(await codeOf(HttpSource.open(`${rig.cdn}/files/nope.bin`, 'nope', FAST))).toBe('RemoteNotFound');
   });
 
   it('is cancelled by its AbortSignal', async () => {

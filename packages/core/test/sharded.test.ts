@@ -13,18 +13,9 @@ import { formatShardIndex, isSafeShardName, parseShardIndex, shardFileName } fro
 import { openShardedCheckpoint, planShards, writeSharded } from '../src/safetensors/sharded.ts';
 import { collect, memTensor } from './helpers/mem-tensor.ts';
 import { requirePython, runPython } from './helpers/python.ts';
+import { codeOf } from './helpers/error-code.ts';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
-
-async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<string> {
-  try {
-    await (typeof p === 'function' ? p() : p);
-  } catch (e) {
-    if (e instanceof TensorportError) return e.code;
-    throw e;
-  }
-  return 'no error';
-}
 
 /** Writes through MemorySinks and keeps every file, committed or not. */
 class MemoryDir {

@@ -5,6 +5,7 @@ import { compareUtf8, writeOrder } from '../src/safetensors/order.ts';
 import { planSafetensors, writeSafetensors } from '../src/safetensors/writer.ts';
 import { memTensor, patternBytes } from './helpers/mem-tensor.ts';
 import { requirePython, runPython } from './helpers/python.ts';
+import { codeOf } from './helpers/error-code.ts';
 
 const latin1 = (b: Uint8Array): string => Buffer.from(b).toString('latin1');
 
@@ -152,15 +153,6 @@ describe('order', () => {
 
 describe('refusals', () => {
   const t = (name: string, dtype: DType = 'U8', shape = [1]) => memTensor(name, dtype, shape);
-  const code = async (p: Promise<unknown>): Promise<string> => {
-    try {
-      await p;
-    } catch (e) {
-      expect(e).toBeInstanceOf(TensorportError);
-      return (e as TensorportError).code;
-    }
-    return 'no error';
-  };
   it.each([
     ['ReservedTensorName', [t('__metadata__')], null],
     ['DuplicateTensorName', [t('a'), t('a', 'F32')], null],
@@ -176,7 +168,7 @@ describe('refusals', () => {
     ['HeaderTooLarge', [t('a')], { big: 'a'.repeat(100_000_000) }],
   ] as Array<[string, TensorDescriptor[], Record<string, string> | Map<string, string> | null]>)('%s', async (expected, tensors, metadata) => {
     const sink = new TrackingSink();
-    expect(await code(writeSafetensors(tensors, metadata, sink))).toBe(expected);
+    expect(await codeOf(writeSafetensors(tensors, metadata, sink))).toBe(expected);
     expect(sink.state).toBe('aborted');
     expect(sink.bytesWritten).toBe(0);
   });
@@ -189,7 +181,7 @@ describe('refusals', () => {
     for (const n of [3, 5]) {
       const liar: TensorDescriptor = { ...memTensor('a', 'U8', [4]), chunks: () => memTensor('a', 'U8', [n]).chunks() };
       const sink = new TrackingSink();
-      expect(await code(writeSafetensors([memTensor('b', 'F32', [2]), liar], null, sink))).toBe('TensorByteLengthMismatch');
+      expect(await codeOf(writeSafetensors([memTensor('b', 'F32', [2]), liar], null, sink))).toBe('TensorByteLengthMismatch');
       expect(sink.state).toBe('aborted');
       expect(sink.bytesWritten).toBeLessThanOrEqual(8 + 128 + 8 + 4);
     }
