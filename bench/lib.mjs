@@ -1,6 +1,6 @@
 // Shared helpers for the benchmark scripts: timing whole commands with their peak RSS.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, openSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -108,4 +108,29 @@ export function writeSyntheticSafetensors(path, gib, { name = (i) => `layers.${i
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * A sparse safetensors file of about `gb` GB: 1,000 BF16 tensors of equal size and a realistic
+ * (~100 KB) header, the data a hole (nothing read but the header should cost anything). Returns the
+ * file size, the tensor count and the header length.
+ */
+export function writeSparseSafetensors(path, gb) {
+  const count = 1000;
+  const per = Math.floor((gb * 1e9) / count / 2) * 2;
+  const entries = [];
+  for (let i = 0; i < count; i++) entries.push(`"layers.${i}.weight":{"dtype":"BF16","shape":[${per / 2}],"data_offsets":[${i * per},${(i + 1) * per}]}`);
+  let json = `{${entries.join(',')}}`;
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const head = Buffer.alloc(8);
+  head.writeBigUInt64LE(BigInt(json.length));
+  const fd = openSync(path, 'w');
+  try {
+    writeSync(fd, head);
+    writeSync(fd, json);
+    ftruncateSync(fd, 8 + json.length + per * count);
+  } finally {
+    closeSync(fd);
+  }
+  return { size: 8 + json.length + per * count, count, headerBytes: json.length };
 }

@@ -3,12 +3,12 @@
 // requests and bytes, and convert's throughput and peak RSS against `curl -o` of the same file.
 // Usage: node bench/remote.mjs [--gb 100] [--bin-gib 2] [--runs 3]
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, findPython, median, requireBuild } from './lib.mjs';
+import { CLI, findPython, median, requireBuild, writeSparseSafetensors } from './lib.mjs';
 
 const { values } = parseArgs({ options: { gb: { type: 'string', default: '100' }, 'bin-gib': { type: 'string', default: '2' }, runs: { type: 'string', default: '3' } } });
 requireBuild();
@@ -26,22 +26,7 @@ for (const d of ['logs', 'tmp', 'run', 'conf']) mkdirSync(join(dir, d));
 
 // 1. a sparse safetensors file: 1,000 BF16 tensors covering the size, a ~100 KB header
 const sparse = join(www, 'sparse.safetensors');
-{
-  const total = Number(values.gb) * 1e9;
-  const count = 1000;
-  const per = Math.floor(total / count / 2) * 2;
-  const entries = [];
-  for (let i = 0; i < count; i++) entries.push(`"layers.${i}.weight":{"dtype":"BF16","shape":[${per / 2}],"data_offsets":[${i * per},${(i + 1) * per}]}`);
-  let json = `{${entries.join(',')}}`;
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const head = Buffer.alloc(8);
-  head.writeBigUInt64LE(BigInt(json.length));
-  const fd = openSync(sparse, 'w');
-  writeSync(fd, head);
-  writeSync(fd, json);
-  ftruncateSync(fd, 8 + json.length + per * count);
-  closeSync(fd);
-}
+writeSparseSafetensors(sparse, Number(values.gb));
 // 2. a torch .bin written by torch.save (random values: nothing compresses), 3. an npz of 64 arrays of 4 MiB
 const bin = join(www, 'pytorch_model.bin');
 const npz = join(www, 'arrays.npz');
