@@ -1,5 +1,13 @@
-import { Deflate, Inflate } from 'fflate';
 import { crc32, type DeflateCodec } from '@tensorport/core';
+
+type Fflate = typeof import('fflate');
+let fflate: Promise<Fflate> | undefined;
+/**
+ * fflate is loaded on the first inflate or deflate, not with the package: Node callers pass
+ * `nodeZlibCodec`, and loading fflate was 15 of the CLI's ~95 ms of start-up module loading
+ * (issue 18), paid by every command, npz or not.
+ */
+const loadFflate = (): Promise<Fflate> => (fflate ??= import('fflate'));
 
 /**
  * Compressed bytes fed to fflate's Inflate per push. fflate emits everything one push produces at
@@ -19,10 +27,10 @@ const DEFLATE_PUSH = 1024 * 1024;
 export const fflateCodec: DeflateCodec = {
   name: 'fflate',
   inflateRaw(compressed) {
-    return drive(compressed, INFLATE_PUSH, (emit) => new Inflate((data) => emit(data)));
+    return drive(compressed, INFLATE_PUSH, (f, emit) => new f.Inflate((data) => emit(data)));
   },
   deflateRaw(data, level = 6) {
-    return drive(data, DEFLATE_PUSH, (emit) => new Deflate({ level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 }, (out) => emit(out)));
+    return drive(data, DEFLATE_PUSH, (f, emit) => new f.Deflate({ level: level as 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 }, (out) => emit(out)));
   },
   crc32,
 };
@@ -31,9 +39,9 @@ interface Pushable {
   push(chunk: Uint8Array, final?: boolean): void;
 }
 
-async function* drive(input: AsyncIterable<Uint8Array>, push: number, make: (emit: (b: Uint8Array) => void) => Pushable): AsyncGenerator<Uint8Array> {
+async function* drive(input: AsyncIterable<Uint8Array>, push: number, make: (f: Fflate, emit: (b: Uint8Array) => void) => Pushable): AsyncGenerator<Uint8Array> {
   const ready: Uint8Array[] = [];
-  const stream = make((b) => {
+  const stream = make(await loadFflate(), (b) => {
     if (b.byteLength > 0) ready.push(b);
   });
   for await (const chunk of input) {
