@@ -83,14 +83,17 @@ export function contest({ input, out, runs }) {
 /**
  * Writes a safetensors file of 64 MiB F32 tensors with varied contents, about `gib` GiB. The header
  * is written by hand (8-byte LE length, JSON, space padding to 8) so a bench does not depend on the
- * code it measures. `name(i)` names tensor i; `metadata` is a raw JSON object text or null.
+ * code it measures. The layout is the one safetensors' `save_file` writes (data and header entries
+ * in name order, all tensors being F32), so the file is what a real checkpoint of these tensors
+ * looks like. `name(i)` names tensor i; `metadata` is a raw JSON object text or null.
  */
 export function writeSyntheticSafetensors(path, gib, { name = (i) => `layers.${i}.weight`, metadata = null } = {}) {
   const tensorBytes = 64 * 1024 * 1024;
   const count = Math.max(1, Math.round((gib * 1024 ** 3) / tensorBytes));
+  const order = Array.from({ length: count }, (_, i) => i).sort((a, b) => (name(a) < name(b) ? -1 : name(a) > name(b) ? 1 : 0));
   const entries = metadata === null ? [] : [`"__metadata__":${metadata}`];
-  for (let i = 0; i < count; i++) {
-    entries.push(`"${name(i)}":{"dtype":"F32","shape":[4096,${tensorBytes / 4 / 4096}],"data_offsets":[${i * tensorBytes},${(i + 1) * tensorBytes}]}`);
+  for (const [k, i] of order.entries()) {
+    entries.push(`"${name(i)}":{"dtype":"F32","shape":[4096,${tensorBytes / 4 / 4096}],"data_offsets":[${k * tensorBytes},${(k + 1) * tensorBytes}]}`);
   }
   let json = `{${entries.join(',')}}`;
   json += ' '.repeat((8 - (json.length % 8)) % 8);
@@ -101,7 +104,7 @@ export function writeSyntheticSafetensors(path, gib, { name = (i) => `layers.${i
     writeSync(fd, head);
     writeSync(fd, json);
     const chunk = new Float32Array(tensorBytes / 4);
-    for (let i = 0; i < count; i++) {
+    for (const i of order) {
       for (let j = 0; j < chunk.length; j++) chunk[j] = Math.sin(i * 7919 + j) * 0.02;
       writeSync(fd, new Uint8Array(chunk.buffer));
     }
