@@ -11,7 +11,8 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
  * long run cannot change the code being measured halfway.
  */
 export const PACKAGES = process.env.TENSORPORT_BENCH_PACKAGES ?? join(ROOT, 'packages');
-export const CLI = join(PACKAGES, 'cli/dist/cli.js');
+/** The CLI as users run it: the `tensorport` bin, so a bench's floor is the real start-up (docs/packaging.md). */
+export const CLI = join(PACKAGES, 'tensorport/bin/tensorport.cjs');
 
 export function requireBuild() {
   if (!existsSync(CLI)) {
