@@ -6,11 +6,13 @@
 // Both sides are timed over the same work: from the weight's bytes (BF16/F16) to the stored bytes
 // (packed codes, scales and biases in the weight's dtype), and from those back to weight bytes.
 // The TypeScript side runs as the pipeline does (packages/mlx/src/rows.ts): one block of rows of
-// about 4 MiB of f32 at a time; numpy runs on the whole matrix, its natural way. The two sides run
+// about 4 MiB of f32 at a time, the f32 values in one buffer reused from block to block (as
+// blockScratch there); numpy runs on the whole matrix, its natural way. The two sides run
 // interleaved (TS, numpy, TS, numpy, ...); best of --repeat, in wall seconds and in CPU seconds
 // (the process's own; on a loaded shared machine the fairer of the two).
 //
-//   node bench/mlx.mjs [--rows 4096] [--cols 4096] [--repeat 3] [--python python3] [--json]
+//   node bench/mlx.mjs [--rows 4096] [--cols 4096] [--repeat 3] [--case 8b] [--python python3] [--json]
+// (--case keeps the cases whose name, e.g. `8b g32 F16 cpu`, contains the text.)
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -35,11 +37,13 @@ const rows = Number(arg('rows', 4096));
 const cols = Number(arg('cols', 4096));
 const repeat = Number(arg('repeat', 3));
 const python = arg('python', process.env.TENSORPORT_PYTHON ?? 'python3');
+const only = arg('case', '');
+const caseName = (c) => `${c.bits}b g${c.groupSize} ${c.dtype} ${c.variant}`;
 const CASES = [
   { bits: 4, groupSize: 64, dtype: 'BF16', variant: 'gpu' },
   { bits: 3, groupSize: 64, dtype: 'BF16', variant: 'gpu' },
   { bits: 8, groupSize: 32, dtype: 'F16', variant: 'cpu' },
-];
+].filter((c) => caseName(c).includes(only));
 /** Rows per block, as packages/mlx/src/rows.ts (BLOCK_BYTES of f32 values). */
 const block = Math.max(1, Math.min(rows, Math.floor((4 * 1024 * 1024) / (cols * 4))));
 
@@ -75,9 +79,10 @@ function quantizeBlocks(raw, c) {
   const words = [];
   const scales = [];
   const biases = [];
+  const scratch = new Float32Array(block * cols);
   for (let r = 0; r < rows; r += block) {
     const n = Math.min(block, rows - r) * cols;
-    const q = quantizeAffine(decodeFloats(raw.subarray(r * cols * eb, r * cols * eb + n * eb), c.dtype), cols, c);
+    const q = quantizeAffine(decodeFloats(raw.subarray(r * cols * eb, r * cols * eb + n * eb), c.dtype, scratch.subarray(0, n)), cols, c);
     words.push(bytesOfWords(q.words));
     scales.push(encodeFloats(q.scales, c.dtype));
     biases.push(encodeFloats(q.biases, c.dtype));
@@ -90,12 +95,13 @@ function dequantizeBlocks(q, c) {
   const out = [];
   const wordsPerRow = (cols * c.bits) / 32;
   const groupsPerRow = cols / c.groupSize;
+  const scratch = new Float32Array(block * cols);
   for (let r = 0; r < rows; r += block) {
     const n = Math.min(block, rows - r);
     const w = wordsOf(q.words.subarray(r * wordsPerRow * 4, (r + n) * wordsPerRow * 4));
     const s = decodeFloats(q.scales.subarray(r * groupsPerRow * eb, (r + n) * groupsPerRow * eb), c.dtype);
     const b = decodeFloats(q.biases.subarray(r * groupsPerRow * eb, (r + n) * groupsPerRow * eb), c.dtype);
-    out.push(encodeFloats(dequantizeAffine(w, s, b, { ...c }), c.dtype));
+    out.push(encodeFloats(dequantizeAffine(w, s, b, { ...c }, scratch.subarray(0, n * cols)), c.dtype));
   }
   return out;
 }
@@ -110,7 +116,7 @@ if (!json) {
 for (const c of CASES) {
   const raw = weights(n, c.dtype);
   const head = JSON.stringify({ dtype: c.dtype, bits: c.bits, group_size: c.groupSize, variant: c.variant, repeat: 1 }) + '\n';
-  const row = { case: `${c.bits}b g${c.groupSize} ${c.dtype} ${c.variant}`, elements: n, tsQuantize: Infinity, tsDequantize: Infinity, tsQuantizeCpu: Infinity, tsDequantizeCpu: Infinity, npQuantize: Infinity, npDequantize: Infinity, npQuantizeCpu: Infinity, npDequantizeCpu: Infinity, identical: true };
+  const row = { case: caseName(c), elements: n, tsQuantize: Infinity, tsDequantize: Infinity, tsQuantizeCpu: Infinity, tsDequantizeCpu: Infinity, npQuantize: Infinity, npDequantize: Infinity, npQuantizeCpu: Infinity, npDequantizeCpu: Infinity, identical: true };
   for (let r = 0; r < repeat; r++) {
     const q = timed(() => quantizeBlocks(raw, c));
     // The stored tensors as files hold them (one buffer each), outside the timed part on both sides.

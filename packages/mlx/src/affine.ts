@@ -11,7 +11,8 @@
 import { TensorportError } from '@tensorport/core';
 import { checkStream } from './bitstream.ts';
 import { LITTLE_ENDIAN, roundTo, type FloatDType } from './bytes.ts';
-import { roundBf16Lane, roundF16Lane, roundHalfAway, roundHalfEven, roundInPlace } from './float.ts';
+import { BF16_MAX, BF16_SPLIT, F16_MAX, F16_SPLIT, roundBf16Lane, roundF16Lane, roundHalfAway, roundHalfEven, roundInPlace, splitRound } from './float.ts';
+import { groupRange } from './group-range.ts';
 
 export type AffineVariant = 'gpu' | 'cpu';
 
@@ -62,8 +63,6 @@ function checkCols(length: number, cols: number, groupSize: number, tensor?: str
  * Writes [scale, bias] into `out`.
  */
 export function affineGroup(w: ArrayLike<number>, start: number, groupSize: number, bits: number, variant: AffineVariant, out: Float64Array): void {
-  const f = Math.fround;
-  const nBins = (1 << bits) - 1;
   let wMin = Infinity;
   let wMax = variant === 'gpu' ? 0 : -Infinity;
   let poison = 0;
@@ -76,6 +75,17 @@ export function affineGroup(w: ArrayLike<number>, start: number, groupSize: numb
   if (poison !== 0 && poison !== poison) {
     throw new TensorportError('MlxNonFiniteWeight', `group at element ${start} holds NaN or Infinity`);
   }
+  scaleBias(wMin, wMax, start, bits, variant, out);
+}
+
+/**
+ * The second half of affineGroup, from the group's finite min and max (in `out` on return). The
+ * sign of a zero min or max does not matter: a zero difference gives the eps scale, a zero edge
+ * q0 = 0 and so bias 0.
+ */
+function scaleBias(wMin: number, wMax: number, start: number, bits: number, variant: AffineVariant, out: Float64Array): void {
+  const f = Math.fround;
+  const nBins = (1 << bits) - 1;
   const mask = Math.abs(wMin) > Math.abs(wMax);
   let scale = f(f(wMax - wMin) / nBins);
   if (!(scale > EPS)) scale = EPS; // std::max(x, eps) keeps eps unless x > eps
@@ -108,6 +118,7 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
   const dtype = options.dtype ?? 'F32';
   // One element type for the loops below (the callers pass Float32Array; anything else is copied).
   const x = w instanceof Float32Array ? w : Float32Array.from(w);
+  const xBits = new Int32Array(x.buffer, x.byteOffset, x.length);
   const words = new Uint32Array((x.length * bits) / 32);
   const scales = new Float32Array(groups);
   const biases = new Float32Array(groups);
@@ -117,7 +128,8 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
   const bytes = bits === 8 && LITTLE_ENDIAN ? new Uint8Array(words.buffer) : null;
   for (let g = 0, wi = 0; g < groups; g++) {
     const start = g * groupSize;
-    affineGroup(x, start, groupSize, bits, variant, sb);
+    if (groupRange(xBits, start, groupSize, gpu, sb)) scaleBias(sb[0]!, sb[1]!, start, bits, variant, sb);
+    else affineGroup(x, start, groupSize, bits, variant, sb);
     scales[g] = roundTo(dtype, sb[0]!);
     biases[g] = sb[1]!;
     if (bytes) codeBytes(x, start, groupSize, gpu, sb[0]!, sb[1]!, bytes);
@@ -126,21 +138,34 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
   return { words, scales, biases };
 }
 
-// The two loops below are the kernels' `round((w - bias) / scale)` clamped to [0, 2^bits - 1], in
-// f32. A negative quotient clamps to code 0 whichever way it rounds, so only 0 ≤ v < 2^bits - 1
-// needs rounding, where `(v + 0.5) | 0` is round-half-away-from-zero (v + 0.5 is exact in f64 for
-// an f32 v; Math.round cost 4× the whole loop here) and rint additionally sends odd ties down.
-// Below 0 it gives 0 or a negative number, clamped to 0; NaN gives 0, as the kernels' clamp does.
-// Codes are appended LSB-first to `acc` (`nb` bits so far); a code that crosses the word boundary
-// leaves its high bits in the next word. Returns the next word index.
+// The loops below are the kernels' `round((w - bias) / scale)` clamped to [0, 2^bits - 1], in f32.
+// The quotient v is at least -0.5 and at most about 2 · 2^bits (bias is the edge the scale was
+// fitted to, or 0 with |w| < |scale| / 2), so it converts to int32 without wrapping. Rounding:
+// `(v + 0.5) | 0` is round half away from zero for v ≥ 0 (exact in f64 for an f32 v; Math.round
+// cost 4× the whole loop here), and `(v + RINT) - RINT` is rint, half to even, by the f64 addition's
+// own rounding (|v| < 2^51). Anything below 0 becomes code 0, as the kernels' clamp does. The clamp
+// is mask arithmetic (a branch per bound cost more than the division). Codes are appended LSB-first
+// to `acc` (`nb` bits so far); a code that crosses the word boundary leaves its high bits in the
+// next word. The packing loops return the next word index.
+
+/** 1.5 · 2^52: adding and subtracting it rounds an f64 of magnitude below 2^51 to an integer, ties to even. */
+const RINT = 6755399441055744;
 
 function codeBytes(x: Float32Array, start: number, n: number, gpu: boolean, scale: number, bias: number, out: Uint8Array): void {
   const f = Math.fround;
-  for (let j = start, end = start + n; j < end; j++) {
-    const v = f(f(x[j]! - bias) / scale);
-    let q = v >= 255 ? 255 : (v + 0.5) | 0;
-    if (!gpu && q - v === 0.5 && (q & 1) === 1) q -= 1;
-    out[j] = q > 0 ? q : 0;
+  const end = start + n;
+  if (gpu) {
+    for (let j = start; j < end; j++) {
+      const q = (f(f(x[j]! - bias) / scale) + 0.5) | 0;
+      const c = q & ~(q >> 31);
+      out[j] = c | ((255 - c) >> 31); // the store keeps the low 8 bits: 255 above 255
+    }
+  } else {
+    for (let j = start; j < end; j++) {
+      const q = (f(f(x[j]! - bias) / scale) + RINT - RINT) | 0;
+      const c = q & ~(q >> 31);
+      out[j] = c | ((255 - c) >> 31);
+    }
   }
 }
 
@@ -150,9 +175,10 @@ function packGroupGpu(x: Float32Array, start: number, n: number, bits: number, s
   let acc = 0;
   let nb = 0;
   for (let j = start, end = start + n; j < end; j++) {
-    const v = f(f(x[j]! - bias) / scale);
-    const q = v >= nBins ? nBins : (v + 0.5) | 0;
-    const c = q > 0 ? q : 0;
+    const q = (f(f(x[j]! - bias) / scale) + 0.5) | 0;
+    const p = q & ~(q >> 31);
+    const over = nBins - p;
+    const c = p + (over & (over >> 31));
     acc |= c << nb;
     nb += bits;
     if (nb >= 32) {
@@ -170,10 +196,10 @@ function packGroupCpu(x: Float32Array, start: number, n: number, bits: number, s
   let acc = 0;
   let nb = 0;
   for (let j = start, end = start + n; j < end; j++) {
-    const v = f(f(x[j]! - bias) / scale);
-    let q = v >= nBins ? nBins : (v + 0.5) | 0;
-    if (q - v === 0.5 && (q & 1) === 1) q -= 1;
-    const c = q > 0 ? q : 0;
+    const q = (f(f(x[j]! - bias) / scale) + RINT - RINT) | 0;
+    const p = q & ~(q >> 31);
+    const over = nBins - p;
+    const c = p + (over & (over >> 31));
     acc |= c << nb;
     nb += bits;
     if (nb >= 32) {
@@ -195,8 +221,12 @@ export function affineScalesBiases(w: ArrayLike<number>, cols: number, options: 
   const scales = new Float32Array(groups);
   const biases = new Float32Array(groups);
   const sb = new Float64Array(2);
+  const xBits = w instanceof Float32Array ? new Int32Array(w.buffer, w.byteOffset, w.length) : null;
+  const gpu = variant === 'gpu';
   for (let g = 0; g < groups; g++) {
-    affineGroup(w, g * groupSize, groupSize, bits, variant, sb);
+    const start = g * groupSize;
+    if (xBits && groupRange(xBits, start, groupSize, gpu, sb)) scaleBias(sb[0]!, sb[1]!, start, bits, variant, sb);
+    else affineGroup(w, start, groupSize, bits, variant, sb);
     scales[g] = roundTo(dtype, sb[0]!);
     biases[g] = sb[1]!;
   }
@@ -248,20 +278,38 @@ export function dequantizeAffine(
   // Codes are read straight from the words (a group starts on a word boundary, see quantizeAffine);
   // 8-bit codes are the words' bytes in order on a little-endian host.
   const bytes = bits === 8 && LITTLE_ENDIAN ? new Uint8Array(words.buffer, words.byteOffset, count) : null;
+  // Rounding to T by splitting (float.ts) instead of through memory, for every group in which no
+  // value can overflow T (NaN or ±Inf scales and biases fail the test too). It is exact there:
+  // q · s is exact in f32 (at most 8 + 11 bits), and the f32 rounding of the f64 sum is innocuous.
+  const split = mode === 1 ? BF16_SPLIT : F16_SPLIT;
+  const limit = mode === 0 ? 0 : mode === 1 ? BF16_MAX : F16_MAX;
+  const f = Math.fround;
   let wi = 0;
   let acc = 0;
   let nb = 0;
   for (let g = 0; g < groups; g++) {
-    const s = mode === 0 ? Math.fround(scales[g]!) : roundTo(dtype, scales[g]!);
-    const b = mode === 0 ? Math.fround(biases[g]!) : roundTo(dtype, biases[g]!);
-    if (table) for (let c = 0; c < values; c++) dequantizeOne(table, tableLanes!, c, c, s, b, mode);
+    const s = mode === 0 ? f(scales[g]!) : roundTo(dtype, scales[g]!);
+    const b = mode === 0 ? f(biases[g]!) : roundTo(dtype, biases[g]!);
+    const direct = mask * Math.abs(s) + Math.abs(b) < limit;
     const start = g * groupSize;
     const end = start + groupSize;
+    if (table) {
+      if (direct) for (let c = 0; c < values; c++) table[c] = splitRound(f(splitRound(c * s, split) + b), split);
+      else for (let c = 0; c < values; c++) dequantizeOne(table, tableLanes!, c, c, s, b, mode);
+    } else if (bytes) {
+      // 8 bits: one pass per group, straight from the bytes.
+      if (direct) {
+        for (let j = start; j < end; j++) dst[j] = splitRound(f(splitRound(bytes[j]! * s, split) + b), split);
+      } else if (mode === 0) {
+        for (let j = start; j < end; j++) dst[j] = f(bytes[j]! * s) + b;
+      } else {
+        for (let j = start; j < end; j++) dequantizeOne(dst, lanes, j, bytes[j]!, s, b, mode);
+      }
+      continue;
+    }
     for (let j = start; j < end; j++) {
       let c: number;
-      if (bytes) {
-        c = bytes[j]!;
-      } else if (nb < bits) {
+      if (nb < bits) {
         const next = words[wi++]!;
         // The `nb` bits left of the previous word, then this word's low bits above them.
         c = (acc | (next << nb)) & mask;
@@ -278,6 +326,10 @@ export function dequantizeAffine(
     // Without a table: the group's products, then each rounding step over the whole group (the
     // steps of one element depend on each other through memory; those of a group do not).
     if (!tableLanes) {
+      if (direct) {
+        for (let j = start; j < end; j++) dst[j] = splitRound(f(splitRound(dst[j]!, split) + b), split);
+        continue;
+      }
       if (mode === 1) for (let j = start; j < end; j++) lanes[j] = roundBf16Lane(lanes[j]!);
       else if (mode === 2) for (let j = start; j < end; j++) lanes[j] = roundF16Lane(lanes[j]!);
       for (let j = start; j < end; j++) dst[j] = dst[j]! + b;

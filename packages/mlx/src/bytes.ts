@@ -4,7 +4,13 @@
  * (and the host is little-endian, as every platform MLX runs on is); otherwise they are copied.
  */
 import { f32BitsToBf16, f32BitsToF16 } from '@tensorport/core';
-import { bf16ToNumber, f16Table, roundBf16Bits, roundF16Bits } from './float.ts';
+import { BF16_MAX, BF16_SPLIT, bf16ToNumber, F16_MAX, F16_SPLIT, f16Table, roundBf16Bits, roundF16Bits, splitRound } from './float.ts';
+
+const F16_MIN_NORMAL = 2 ** -14;
+const F32_MIN_NORMAL = 2 ** -126;
+/** f32 bits of F16's smallest normal and of its overflow midpoint 65520. */
+const F16_NORMAL_BITS = 0x38800000;
+const F16_NORMAL_END = 0x477ff000;
 
 export type FloatDType = 'F16' | 'BF16' | 'F32';
 
@@ -64,10 +70,12 @@ export function decodeFloats(bytes: Uint8Array, dtype: FloatDType, out?: Float32
     return dst;
   }
   const src = u16Of(bytes);
-  const bits = new Uint32Array(dst.buffer, dst.byteOffset, n);
+  // Int32 lanes: with Uint32Array views every value above 2^31 (the negative floats) left
+  // V8's int32 path, and the loop took half as long again.
+  const bits = new Int32Array(dst.buffer, dst.byteOffset, n);
   if (dtype === 'F16') {
     const t = f16Table();
-    const table = new Uint32Array(t.buffer, t.byteOffset, t.length);
+    const table = new Int32Array(t.buffer, t.byteOffset, t.length);
     for (let i = 0; i < n; i++) bits[i] = table[src[i]!]!;
   } else {
     for (let i = 0; i < n; i++) bits[i] = src[i]! << 16;
@@ -89,12 +97,20 @@ export function encodeFloats(values: ArrayLike<number>, dtype: FloatDType, out?:
     return dst;
   }
   const f32 = values instanceof Float32Array ? values : Float32Array.from(values);
-  const bits = new Uint32Array(f32.buffer, f32.byteOffset, n);
+  const bits = new Int32Array(f32.buffer, f32.byteOffset, n);
   if (LITTLE_ENDIAN && dst.byteOffset % 2 === 0) {
     const u16 = new Uint16Array(dst.buffer, dst.byteOffset, n);
     // One loop per dtype: a call through a variable holding either function is not inlined.
-    if (dtype === 'F16') for (let i = 0; i < n; i++) u16[i] = f32BitsToF16(bits[i]!);
-    else for (let i = 0; i < n; i++) u16[i] = f32BitsToBf16(bits[i]!);
+    if (dtype === 'F16') {
+      for (let i = 0; i < n; i++) {
+        // F16's normal range inline (as in f32BitsToF16): 10-15 % faster than the call per element.
+        const x = bits[i]!;
+        const a = x & 0x7fffffff;
+        u16[i] = a >= F16_NORMAL_BITS && a < F16_NORMAL_END ? ((x >> 16) & 0x8000) | ((a - 0x38000000 + 0xfff + ((a >> 13) & 1)) >> 13) : f32BitsToF16(x);
+      }
+    } else {
+      for (let i = 0; i < n; i++) u16[i] = f32BitsToBf16(bits[i]!);
+    }
   } else {
     const toHalf = dtype === 'F16' ? f32BitsToF16 : f32BitsToBf16;
     for (let i = 0; i < n; i++) {
@@ -106,11 +122,14 @@ export function encodeFloats(values: ArrayLike<number>, dtype: FloatDType, out?:
   return dst;
 }
 
-/** Value of `x` rounded to `dtype` (ties to even), as a number. */
+/** Value of `x` rounded to `dtype` (ties to even, from its f32 value), as a number. */
 export function roundTo(dtype: FloatDType, x: number): number {
-  if (dtype === 'F32') return Math.fround(x);
-  if (dtype === 'BF16') return bf16ToNumber(roundBf16Bits(x));
-  return f16Table()[roundF16Bits(x)]!;
+  const y = Math.fround(x);
+  if (dtype === 'F32') return y;
+  // Normal finite results by splitting (float.ts), the rest by the bit conversion.
+  const a = Math.abs(y);
+  if (dtype === 'BF16') return a >= F32_MIN_NORMAL && a <= BF16_MAX ? splitRound(y, BF16_SPLIT) : bf16ToNumber(roundBf16Bits(y));
+  return a >= F16_MIN_NORMAL && a <= F16_MAX ? splitRound(y, F16_SPLIT) : f16Table()[roundF16Bits(y)]!;
 }
 
 

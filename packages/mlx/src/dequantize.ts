@@ -9,7 +9,7 @@ import { decodeFloats, encodeFloats, floatBytes, wordsOf, type FloatDType } from
 import { withQuantization } from './config.ts';
 import { dequantizeFp, fpDequantizedDtype, type FpDequantizeOptions, type FpMode } from './fp.ts';
 import { findQuantizedLayers, type QuantizedLayer, type RecognizeOptions } from './layers.ts';
-import { computedDescriptor, lockstep, rowsPerBlock } from './rows.ts';
+import { blockScratch, computedDescriptor, lockstep, rowsPerBlock } from './rows.ts';
 
 export interface DequantizeCheckpointOptions extends RecognizeOptions {
   /** Output dtype; default: the scales' dtype for affine layers (as MLX), BF16 for fp modes. */
@@ -87,17 +87,19 @@ export function dequantizedWeight(
   ];
   const block = rowsPerBlock(layer.rows, layer.cols);
   const length = byteLength(dtype, layer.shape, layer.weight);
-  return computedDescriptor(layer.weight, dtype, layer.shape, length, () =>
-    lockstep(layer.weight, inputs, layer.rows, block, ([wb, sb, bb]) => {
+  return computedDescriptor(layer.weight, dtype, layer.shape, length, () => {
+    const scratch = blockScratch();
+    return lockstep(layer.weight, inputs, layer.rows, block, ([wb, sb, bb]) => {
       const words = wordsOf(wb!);
       let values: Float32Array;
       if (fpOptions) {
         values = dequantizeFp(words, sb!, fpOptions);
       } else {
         const sdt = layer.scaleDtype as FloatDType;
-        values = dequantizeAffine(words, decodeFloats(sb!, sdt), decodeFloats(bb!, sdt), { bits: layer.bits, groupSize: layer.groupSize, dtype: sdt, outDtype: dtype });
+        const opts = { bits: layer.bits, groupSize: layer.groupSize, dtype: sdt, outDtype: dtype };
+        values = dequantizeAffine(words, decodeFloats(sb!, sdt), decodeFloats(bb!, sdt), opts, scratch((sb!.byteLength / floatBytes(sdt)) * layer.groupSize));
       }
       return encodeFloats(values, dtype);
-    }),
-  );
+    });
+  });
 }

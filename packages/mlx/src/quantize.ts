@@ -19,7 +19,7 @@ import { FP_MODES, type FpMode } from './fp.ts';
 import { quantizeFp } from './fp-quantize.ts';
 import type { QuantizedLayer, TensorInfo } from './layers.ts';
 import { mixedRecipePredicate, modelPredicate, recipeLayout, withOverrides, type LayerOverride, type MixedRecipe } from './recipes.ts';
-import { computedDescriptor, lockstep, rowsPerBlock } from './rows.ts';
+import { blockScratch, computedDescriptor, lockstep, rowsPerBlock } from './rows.ts';
 import type { QuantPredicate, QuantSpec } from './quant-spec.ts';
 
 export interface LayerChoice {
@@ -201,12 +201,15 @@ function quantizedTensors(layer: QuantizedLayer, src: TensorDescriptor, variant:
     ];
   }
   const opts = { bits, groupSize, variant, dtype };
-  const weight = computedDescriptor(layer.weight, 'U32', wShape, byteLength('U32', wShape), () =>
-    lockstep(layer.weight, input, rows, block, ([b]) => bytesOfWords(quantizeAffine(decodeFloats(b!, dtype), cols, opts).words)),
-  );
+  const eb = floatBytes(dtype);
+  const weight = computedDescriptor(layer.weight, 'U32', wShape, byteLength('U32', wShape), () => {
+    const scratch = blockScratch();
+    return lockstep(layer.weight, input, rows, block, ([b]) => bytesOfWords(quantizeAffine(decodeFloats(b!, dtype, scratch(b!.byteLength / eb)), cols, opts).words));
+  });
   const side = (name: string, pick: 'scales' | 'biases') =>
-    computedDescriptor(name, dtype, sShape, byteLength(dtype, sShape), () =>
-      lockstep(name, input, rows, block, ([b]) => encodeFloats(affineScalesBiases(decodeFloats(b!, dtype), cols, opts)[pick], dtype)),
-    );
+    computedDescriptor(name, dtype, sShape, byteLength(dtype, sShape), () => {
+      const scratch = blockScratch();
+      return lockstep(name, input, rows, block, ([b]) => encodeFloats(affineScalesBiases(decodeFloats(b!, dtype, scratch(b!.byteLength / eb)), cols, opts)[pick], dtype));
+    });
   return [weight, side(layer.scales, 'scales'), side(layer.biases!, 'biases')];
 }

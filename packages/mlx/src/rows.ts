@@ -110,3 +110,17 @@ export async function* lockstep(
     for (const reader of readers) await reader.close();
   }
 }
+
+/**
+ * f32 working space for values that do not outlive their block (the decoded weights of a
+ * quantize, the values of a dequantize before they are encoded): one buffer reused block after
+ * block, as a fresh 4 MiB array per block cost about as much as decoding into it (zero-filled
+ * pages, faulted in one by one). Returns a view of exactly `n` elements.
+ */
+export function blockScratch(): (n: number) => Float32Array {
+  let buf = new Float32Array(0);
+  return (n) => {
+    if (buf.length < n) buf = new Float32Array(n);
+    return buf.subarray(0, n);
+  };
+}
