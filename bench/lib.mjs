@@ -15,7 +15,7 @@ export const PACKAGES = process.env.TENSORPORT_BENCH_PACKAGES ?? join(ROOT, 'pac
 export const CLI = join(PACKAGES, 'tensorport/bin/tensorport.cjs');
 
 export function requireBuild() {
-  if (!existsSync(CLI)) {
+  if (!existsSync(join(PACKAGES, 'cli/dist/cli.cjs'))) {
     console.error('bench: build first (npm run build)');
     process.exit(2);
   }

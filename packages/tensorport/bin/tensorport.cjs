@@ -5,4 +5,6 @@
 // build starts Node's ESM loader and runs every CJS bundle through it: ~250 ms more per command
 // (docs/packaging.md, "What the bin loads").
 'use strict';
+// Node 22.1+ keeps compiled code between runs (a no-op where it does not exist, as on Node 20).
+require('node:module').enableCompileCache?.();
 require('@tensorport/cli/cli');
