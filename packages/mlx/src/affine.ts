@@ -118,14 +118,25 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
   const dtype = options.dtype ?? 'F32';
   // One element type for the loops below (the callers pass Float32Array; anything else is copied).
   const x = w instanceof Float32Array ? w : Float32Array.from(w);
-  const xBits = new Int32Array(x.buffer, x.byteOffset, x.length);
   const words = new Uint32Array((x.length * bits) / 32);
   const scales = new Float32Array(groups);
   const biases = new Float32Array(groups);
+  quantizeGroups(x, groupSize, bits, variant, dtype, words, scales, biases);
+  return { words, scales, biases };
+}
+
+/**
+ * The group loop of quantizeAffine, in a function of its own that ends with the loop: V8 compiles
+ * a long-running call while it runs (on-stack replacement), and code after the loop that had not
+ * run yet (the result object) threw that compiled code away at the end of every call.
+ */
+function quantizeGroups(x: Float32Array, groupSize: number, bits: number, variant: AffineVariant, dtype: FloatDType, words: Uint32Array, scales: Float32Array, biases: Float32Array): void {
+  const groups = scales.length;
+  const xBits = new Int32Array(x.buffer, x.byteOffset, x.length);
   const sb = new Float64Array(2);
   const gpu = variant === 'gpu';
   // 8-bit codes are the words' bytes in order on a little-endian host: stored as bytes.
-  const bytes = bits === 8 && LITTLE_ENDIAN ? new Uint8Array(words.buffer) : null;
+  const bytes = bits === 8 && LITTLE_ENDIAN ? new Uint8Array(words.buffer, words.byteOffset, words.byteLength) : null;
   for (let g = 0, wi = 0; g < groups; g++) {
     const start = g * groupSize;
     if (groupRange(xBits, start, groupSize, gpu, sb)) scaleBias(sb[0]!, sb[1]!, start, bits, variant, sb);
@@ -135,7 +146,6 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
     if (bytes) codeBytes(x, start, groupSize, gpu, sb[0]!, sb[1]!, bytes);
     else wi = gpu ? packGroupGpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi) : packGroupCpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi);
   }
-  return { words, scales, biases };
 }
 
 // The loops below are the kernels' `round((w - bias) / scale)` clamped to [0, 2^bits - 1], in f32.
@@ -265,6 +275,15 @@ export function dequantizeAffine(
   checkStream(count, bits);
   if (words.length < (count * bits) / 32) throw new RangeError('not enough words');
   const dst = out ?? new Float32Array(count);
+  dequantizeGroups(words, scales, biases, bits, groupSize, dtype, dst);
+  // astype: a T value is exact in f32, so one rounding to the output dtype.
+  if (outDtype !== 'F32' && outDtype !== dtype) roundInPlace(dst, 0, count, outDtype);
+  return dst;
+}
+
+/** The group loop of dequantizeAffine, a function that ends with it (see quantizeGroups). */
+function dequantizeGroups(words: Uint32Array, scales: ArrayLike<number>, biases: ArrayLike<number>, bits: number, groupSize: number, dtype: FloatDType, dst: Float32Array): void {
+  const count = scales.length * groupSize;
   const lanes = new Int32Array(dst.buffer, dst.byteOffset, dst.length);
   const groups = scales.length;
   const mode = dtype === 'F32' ? 0 : dtype === 'BF16' ? 1 : 2;
@@ -337,9 +356,6 @@ export function dequantizeAffine(
       else if (mode === 2) for (let j = start; j < end; j++) lanes[j] = roundF16Lane(lanes[j]!);
     }
   }
-  // astype: a T value is exact in f32, so one rounding to the output dtype.
-  if (outDtype !== 'F32' && outDtype !== dtype) roundInPlace(dst, 0, count, outDtype);
-  return dst;
 }
 
 /**
