@@ -2,6 +2,7 @@ import {
   detectFormat, extensionOf, TensorportError, toFinding, withProgress,
   type Checkpoint, type Context, type DType, type Finding, type Format, type OutputTarget, type TensorDescriptor, type ValidationReport,
 } from '@tensorport/core';
+import { directoryHasNpz, npzOfDirectory } from './directory.ts';
 import { fflateCodec } from './fflate-codec.ts';
 import { startsWithNpyMagic } from './npy-header.ts';
 import { openNpy } from './open-npy.ts';
@@ -32,8 +33,7 @@ function fileOnly(target: OutputTarget, format: string): void {
  * Reads every tensor's bytes once, so truncations, CRCs and inflation errors all surface; never
  * throws on bad input.
  */
-async function validateWith(ctx: Context, open: () => Promise<Checkpoint & { warnings: readonly Finding[] }>): Promise<ValidationReport> {
-  const path = ctx.name;
+async function validateWith(ctx: Context, open: () => Promise<Checkpoint & { warnings: readonly Finding[] }>, path = ctx.name): Promise<ValidationReport> {
   let c: (Checkpoint & { warnings: readonly Finding[] }) | null = null;
   try {
     c = await open();
@@ -55,9 +55,10 @@ function void1Back(tensors: readonly TensorDescriptor[]): NpzOpenOptions {
 
 async function openNpzContext(ctx: Context, options: NpzOpenOptions = {}) {
   const codec = ctx.codec ?? fflateCodec;
-  const archive = await ctx.zip().catch(() => undefined);
+  const file = ctx.entry ?? (await npzOfDirectory(ctx));
+  const archive = await ctx.zip(file).catch(() => undefined);
   // A damaged directory is parsed again by openNpz, which gives the precise error.
-  return openNpz(await ctx.source(), { codec, ...(archive ? { archive } : {}), ...(options.void1 ? { void1: options.void1 } : {}) });
+  return openNpz(await ctx.source(file), { codec, ...(archive ? { archive } : {}), ...(options.void1 ? { void1: options.void1 } : {}) });
 }
 
 async function openNpyContext(ctx: Context, options: NpyOpenOptions = {}) {
@@ -66,14 +67,17 @@ async function openNpyContext(ctx: Context, options: NpyOpenOptions = {}) {
 
 /**
  * NumPy .npz: a ZIP whose members are all `*.npy` (an empty archive too, as np.savez() writes
- * it). A damaged ZIP named .npz is still read as npz, to get the reader's precise error.
+ * it). A damaged ZIP named .npz is still read as npz, to get the reader's precise error. A
+ * directory holding a `.npz` (mlx examples' `weights.npz` beside config.json) is that file when
+ * it is the directory's only weight file (directory.ts), else the open says which files compete.
  */
 export const npzFormat: Format<NpzOpenOptions, NpzFormatWriteOptions> = {
   name: 'npz',
   extensions: ['.npz'],
 
   async sniff(ctx) {
-    if (ctx.entry === null || detectFormat(await ctx.head(), await ctx.size()) !== 'zip') return false;
+    if (ctx.entry === null) return directoryHasNpz(ctx);
+    if (detectFormat(await ctx.head(), await ctx.size()) !== 'zip') return false;
     let names: string[];
     try {
       names = (await ctx.zip()).entries.map((e) => e.name);
@@ -94,7 +98,16 @@ export const npzFormat: Format<NpzOpenOptions, NpzFormatWriteOptions> = {
     return { files: [target.name], bytes: r.bytesWritten, warnings: oncePerCode(r.warnings) };
   },
 
-  validate: (ctx, options) => validateWith(ctx, () => openNpzContext(ctx, options)),
+  async validate(ctx, options) {
+    let file;
+    try {
+      file = ctx.entry ?? (await npzOfDirectory(ctx));
+    } catch (e) {
+      if (!(e instanceof TensorportError)) throw e;
+      return { valid: false, errors: [{ path: ctx.name, ...toFinding(e) }], warnings: [], files: [ctx.name] };
+    }
+    return validateWith(ctx, () => openNpzContext(ctx, options), ctx.path(file));
+  },
   readBack: void1Back,
 };
 

@@ -55,7 +55,7 @@ async function detect(formats: readonly AnyFormat[], identify: Identify, ctx: Co
   let format = await sniff(formats, ctx);
   if (ctx.entry === null) {
     if (format) return { format, warnings: [] };
-    throw new TensorportError('UnknownFormat', `${ctx.name} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json, one *.safetensors file, pytorch_model.bin.index.json or pytorch_model.bin)`, { path: ctx.name });
+    throw new TensorportError('UnknownFormat', `${ctx.name} is a directory without a checkpoint tensorport can read (expected a *.safetensors.index.json, one *.safetensors file, pytorch_model.bin.index.json, pytorch_model.bin or one *.npz)`, { path: ctx.name });
   }
   const ext = extensionOf(ctx.entry);
   if (!format) {
