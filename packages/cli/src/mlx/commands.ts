@@ -5,14 +5,12 @@
  * mlx-lm model directory with its config.json and the input model's side files; a file output is
  * any format the registry writes. What is left here is the options' checks and the command's report.
  */
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { TensorportError, type Finding } from '@tensorport/core';
 import {
   AFFINE_BITS, AFFINE_GROUP_SIZES, isQuantMode, layerInfo, MIXED_RECIPES, parseLayerOverride,
   type AffineVariant, type ConversionResult, type FloatDType, type MixedRecipe, type MlxLayerInfo, type QuantMode, type RepackLayerReport, type RepackResult,
 } from '@tensorport/mlx';
-import { convertPath, mlxDequantize, mlxQuantize, mlxRepack, NodeFolder, type MlxTransformHooks, type Transform } from 'tensorport/node';
+import { convertPath, mlxDequantize, mlxQuantize, mlxRepack, type MlxTransformHooks, type Transform } from 'tensorport/node';
 
 export type { MlxLayerInfo } from '@tensorport/mlx';
 
@@ -112,16 +110,6 @@ function withHint(e: unknown): never {
   throw e;
 }
 
-/**
- * mlx examples save one `weights.npz` beside config.json: such a directory (no checkpoint the
- * registry reads) is that file.
- */
-async function npzOfDirectory(path: string): Promise<string | null> {
-  if ((await stat(path).catch(() => null))?.isDirectory() !== true) return null;
-  const npz = (await new NodeFolder(path).list()).filter((n) => n.endsWith('.npz'));
-  return npz.length === 1 ? join(path, npz[0]!) : null;
-}
-
 async function run(options: Common, transform: (hooks: MlxTransformHooks) => Transform): Promise<{ result: MlxCommandResult; conversion: ConversionResult }> {
   let conversion: ConversionResult | null = null;
   const hooks: MlxTransformHooks = {
@@ -129,25 +117,16 @@ async function run(options: Common, transform: (hooks: MlxTransformHooks) => Tra
       conversion = c;
     },
   };
-  const go = (input: string) =>
-    convertPath({
-      input,
-      output: options.output,
-      transform: transform(hooks),
-      force: options.force === true,
-      fsync: options.fsync !== false,
-      ...(options.verify ? { verify: true } : {}),
-      ...(options.to ? { to: options.to } : {}),
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    });
-  let r;
-  try {
-    r = await go(options.input);
-  } catch (e) {
-    const npz = e instanceof TensorportError && e.code === 'UnknownFormat' ? await npzOfDirectory(options.input) : null;
-    if (npz === null) withHint(e);
-    r = await go(npz).catch(withHint);
-  }
+  const r = await convertPath({
+    input: options.input,
+    output: options.output,
+    transform: transform(hooks),
+    force: options.force === true,
+    fsync: options.fsync !== false,
+    ...(options.verify ? { verify: true } : {}),
+    ...(options.to ? { to: options.to } : {}),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  }).catch(withHint);
   const c = conversion as ConversionResult | null;
   if (c === null) throw new TensorportError('InvalidOption', `${options.input}: the MLX transform did not run`);
   return {
