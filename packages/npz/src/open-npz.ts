@@ -1,11 +1,10 @@
 import {
-  TensorportError, openZip, writeOrder, type ByteSource, type Checkpoint, type DeflateCodec, type Finding, type TensorDescriptor,
+  TensorportError, openZip, type ByteSource, type Checkpoint, type DeflateCodec, type Finding, type TensorDescriptor,
   type ZipArchive, type ZipEntry, type ZipReadOptions,
 } from '@tensorport/core';
 import { arrayDescriptor, DEFAULT_MAX_FORTRAN_BYTES } from './descriptor.ts';
 import { fflateCodec } from './fflate-codec.ts';
 import { parseNpyHeader, readNpyPrefix, startsWithNpyMagic, type NpyHeaderOptions } from './npy-header.ts';
-import { MemberPrefetch, successorsOf } from './prefetch.ts';
 
 export interface NpzReadOptions extends NpyHeaderOptions, Omit<ZipReadOptions, 'codec'> {
   /** Raw DEFLATE for savez_compressed members (default fflate; pass `nodeZlibCodec` in Node for speed). */
@@ -42,11 +41,6 @@ export async function openNpz(source: ByteSource, options: NpzReadOptions = {}):
   const codec = options.codec ?? fflateCodec;
   const zip = options.archive ?? (await openZip(source, { ...options, codec }));
   const tensors: TensorDescriptor[] = [];
-  const streamed: ZipEntry[] = [];
-  // Set once every tensor is known (the orders it guesses from need them all).
-  let prefetch: MemberPrefetch | null = null;
-  const verify = options.verifyCrc !== false;
-  const open = (k: number, chunkSize?: number) => zip.stream(streamed[k]!, { verify, ...(chunkSize === undefined ? {} : { chunkSize }) });
   const seen = new Map<string, string>();
   const members = zip.entries.filter((e) => !(e.name.endsWith('/') && e.uncompressedSize === 0));
   // Headers are read ahead, a window at a time: one awaited read per member made a 100k-member npz
@@ -74,23 +68,12 @@ export async function openNpz(source: ByteSource, options: NpzReadOptions = {}):
       throw new TensorportError('DuplicateTensorName', `members ${JSON.stringify(first)} and ${JSON.stringify(entry.name)} both give tensor ${JSON.stringify(name)}`, { tensor: name, other: first });
     }
     seen.set(name, entry.name);
-    const k = tensors.length;
-    streamed.push(entry);
-    tensors.push(memberTensor(zip, entry, name, prefix, options, warn, (chunkSize) => (prefetch ? prefetch.stream(k, chunkSize) : open(k, chunkSize))));
+    tensors.push(memberTensor(zip, entry, name, prefix, options, warn));
   }
-  const archiveOrder = tensors.map((_, k) => k);
-  prefetch = new MemberPrefetch(successorsOf(archiveOrder, writeOrder(tensors)), streamed.map((e) => !e.stored), open);
-  const close = async () => {
-    await prefetch?.close();
-    await zip.close();
-  };
-  return { format: 'npz', metadata: null, tensors, warnings, archive: zip, close };
+  return { format: 'npz', metadata: null, tensors, warnings, archive: zip, close: () => zip.close() };
 }
 
-function memberTensor(
-  zip: ZipArchive, entry: ZipEntry, name: string, prefix: Uint8Array, options: NpzReadOptions, warn: (f: Finding) => void,
-  stream: (chunkSize?: number) => AsyncIterable<Uint8Array>,
-): TensorDescriptor {
+function memberTensor(zip: ZipArchive, entry: ZipEntry, name: string, prefix: Uint8Array, options: NpzReadOptions, warn: (f: Finding) => void): TensorDescriptor {
   const h = parseNpyHeader(prefix, name, options, warn);
   const have = entry.uncompressedSize - h.dataOffset;
   if (have < h.byteLength) {
@@ -99,11 +82,12 @@ function memberTensor(
   if (have > h.byteLength) {
     warn({ code: 'NpyTrailingBytes', message: `${name}: ${have - h.byteLength} bytes after the array data are ignored (as np.load does)`, tensor: name });
   }
+  const verify = options.verifyCrc !== false;
   return arrayDescriptor(
     name,
     h,
     {
-      stream,
+      stream: (chunkSize) => zip.stream(entry, { verify, ...(chunkSize === undefined ? {} : { chunkSize }) }),
       ...(entry.stored ? { range: { source: zip.source, offset: entry.dataOffset } } : {}),
     },
     options.maxFortranBytes ?? DEFAULT_MAX_FORTRAN_BYTES,

@@ -1,4 +1,4 @@
-import { Readable, type Transform, type TransformOptions } from 'node:stream';
+import { Readable, type Transform } from 'node:stream';
 import { crc32 as zlibCrc32, createDeflateRaw, createInflateRaw } from 'node:zlib';
 import type { DeflateCodec } from '../zip/codec.ts';
 
@@ -8,25 +8,13 @@ import type { DeflateCodec } from '../zip/codec.ts';
  * pull-driven: zlib's own buffering (256 KiB chunks, backpressure) bounds memory, and a consumer
  * that stops early destroys both the zlib stream and its input.
  */
-/**
- * Output chunk: each one is a round trip to the thread pool. zlib's 16 KiB default cost a third of
- * the throughput; 1 MiB inflates a 64 MiB member ~15% faster than 256 KiB (docs/benchmarks.md).
- */
-export const OUT_CHUNK = 1024 * 1024;
-/**
- * Output zlib may hold before the consumer takes it. At the default (16 KiB, less than a chunk)
- * every push reports a full buffer and the inflater stops until the consumer has taken the chunk,
- * so the thread pool sat idle while the main thread checked and wrote the previous one; a few
- * chunks of room let it run on (memory: this many bytes per stream).
- */
-const OUT_BUFFERED = 4 * OUT_CHUNK;
-/** zlib streams take Transform options too; @types/node's ZlibOptions does not list them. */
-const STREAM_OPTIONS: Pick<TransformOptions, 'readableHighWaterMark'> = { readableHighWaterMark: OUT_BUFFERED };
+/** Output chunk: zlib's 16 KiB default costs a third of the throughput in per-chunk overhead. */
+const OUT_CHUNK = 256 * 1024;
 
 export const nodeZlibCodec: DeflateCodec = {
   name: 'node:zlib',
-  inflateRaw: (compressed) => pump(createInflateRaw({ chunkSize: OUT_CHUNK, ...STREAM_OPTIONS }), compressed),
-  deflateRaw: (data, level = 6) => pump(createDeflateRaw({ level, chunkSize: OUT_CHUNK, ...STREAM_OPTIONS }), data),
+  inflateRaw: (compressed) => pump(createInflateRaw({ chunkSize: OUT_CHUNK }), compressed),
+  deflateRaw: (data, level = 6) => pump(createDeflateRaw({ level, chunkSize: OUT_CHUNK }), data),
   crc32: (data, crc) => zlibCrc32(data, crc),
 };
 
