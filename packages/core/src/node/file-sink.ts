@@ -3,7 +3,6 @@ import { link, lstat, open, rename, unlink, type FileHandle } from 'node:fs/prom
 import { basename, dirname, join, resolve } from 'node:path';
 import { TensorportError } from '../errors.ts';
 import type { ByteSink } from '../io/sink.ts';
-import type { ByteSource } from '../io/source.ts';
 import { registerTempFile, unregisterTempFile } from './cleanup.ts';
 import { giveBack, isLent } from './buffer-pool.ts';
 import { CommitGroup, type GroupMember } from './commit-group.ts';
@@ -117,32 +116,6 @@ export class FileSink implements ByteSink {
         this.failure = ioError(`write of ${chunk.byteLength} bytes at offset ${at} to ${this.tempPath} failed`, this.name, e, at);
       },
     );
-  }
-
-  /**
-   * The whole of `source` by an in-kernel copy into the temp file (FileSource.copyWholeTo), only
-   * while nothing is written. The copy takes the source's permissions; the temp file's own are put
-   * back, so the output's mode does not depend on the route its bytes took. On false the temp file
-   * is emptied again.
-   */
-  async copyWhole(source: ByteSource): Promise<boolean> {
-    this.checkOpen();
-    if (!source.copyWholeTo || this.bytesWritten !== 0) return false;
-    await this.settle();
-    let copied: boolean;
-    try {
-      const { mode } = await this.fh.stat();
-      copied = await source.copyWholeTo(this.tempPath);
-      await this.fh.chmod(mode & 0o7777);
-      if (!copied) await this.fh.truncate(0);
-    } catch (e) {
-      this.failure = ioError(`copy of ${source.name} into ${this.tempPath} failed`, this.name, e);
-      throw this.failure;
-    }
-    if (!copied) return false;
-    this.filePos = source.size;
-    this.bytesWritten = source.size;
-    return true;
   }
 
   /**

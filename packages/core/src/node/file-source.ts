@@ -1,6 +1,6 @@
 import { kMaxLength } from 'node:buffer';
 import { constants } from 'node:fs';
-import { copyFile, open, stat, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { TensorportError } from '../errors.ts';
 import { checkRange, type ByteSource } from '../io/source.ts';
 import { POOLED_MIN, giveBack, lend } from './buffer-pool.ts';
@@ -112,29 +112,6 @@ export class FileSource implements ByteSource {
       filled += n;
     }
     return buf;
-  }
-
-  /**
-   * `fs.copyFile` of this file's path: libuv copies with copy_file_range (or a reflink where the
-   * file system has them), the in-kernel copy `cp` makes. It copies by path, so the path must still
-   * name the file this source opened, unchanged in size and mtime, before and after the copy.
-   */
-  async copyWholeTo(path: string): Promise<boolean> {
-    if (this.closed) return false;
-    const opened = await this.fh.stat({ bigint: true });
-    if (!(await this.namesSame(opened))) return false;
-    try {
-      await copyFile(this.name, path);
-    } catch {
-      return false;
-    }
-    return this.namesSame(opened);
-  }
-
-  private async namesSame(opened: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint }): Promise<boolean> {
-    const [now, named] = await Promise.all([this.fh.stat({ bigint: true }), stat(this.name, { bigint: true }).catch(() => null)]);
-    return named !== null && now.size === BigInt(this.size) && now.mtimeNs === opened.mtimeNs
-      && named.dev === opened.dev && named.ino === opened.ino;
   }
 
   async close(): Promise<void> {
