@@ -82,28 +82,37 @@ export function contest({ input, out, runs }) {
 }
 
 /**
- * Writes a safetensors file of 64 MiB F32 tensors with varied contents, about `gib` GiB. The header
- * is written by hand (8-byte LE length, JSON, space padding to 8) so a bench does not depend on the
- * code it measures. The layout is the one safetensors' `save_file` writes (data and header entries
+ * Writes a safetensors header by hand at the start of `fd`: u64 LE length, `{entries}` as JSON,
+ * spaces up to a multiple of 8 (so a bench does not depend on the code it measures). Returns N.
+ */
+function writeHeader(fd, entries) {
+  let json = `{${entries.join(',')}}`;
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const head = Buffer.alloc(8);
+  head.writeBigUInt64LE(BigInt(json.length));
+  writeSync(fd, head);
+  writeSync(fd, json);
+  return json.length;
+}
+
+/**
+ * Writes a safetensors file of 64 MiB F32 tensors with varied contents, about `gib` GiB (header by
+ * writeHeader). The layout is the one safetensors' `save_file` writes (data and header entries
  * in name order, all tensors being F32), so the file is what a real checkpoint of these tensors
  * looks like. `name(i)` names tensor i; `metadata` is a raw JSON object text or null.
  */
 export function writeSyntheticSafetensors(path, gib, { name = (i) => `layers.${i}.weight`, metadata = null } = {}) {
   const tensorBytes = 64 * 1024 * 1024;
   const count = Math.max(1, Math.round((gib * 1024 ** 3) / tensorBytes));
-  const order = Array.from({ length: count }, (_, i) => i).sort((a, b) => (name(a) < name(b) ? -1 : name(a) > name(b) ? 1 : 0));
+  const names = Array.from({ length: count }, (_, i) => name(i));
+  const order = names.map((_, i) => i).sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : 0));
   const entries = metadata === null ? [] : [`"__metadata__":${metadata}`];
   for (const [k, i] of order.entries()) {
-    entries.push(`"${name(i)}":{"dtype":"F32","shape":[4096,${tensorBytes / 4 / 4096}],"data_offsets":[${k * tensorBytes},${(k + 1) * tensorBytes}]}`);
+    entries.push(`"${names[i]}":{"dtype":"F32","shape":[4096,${tensorBytes / 4 / 4096}],"data_offsets":[${k * tensorBytes},${(k + 1) * tensorBytes}]}`);
   }
-  let json = `{${entries.join(',')}}`;
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const head = Buffer.alloc(8);
-  head.writeBigUInt64LE(BigInt(json.length));
   const fd = openSync(path, 'w');
   try {
-    writeSync(fd, head);
-    writeSync(fd, json);
+    writeHeader(fd, entries);
     const chunk = new Float32Array(tensorBytes / 4);
     for (const i of order) {
       for (let j = 0; j < chunk.length; j++) chunk[j] = Math.sin(i * 7919 + j) * 0.02;
@@ -124,17 +133,13 @@ export function writeSparseSafetensors(path, gb) {
   const per = Math.floor((gb * 1e9) / count / 2) * 2;
   const entries = [];
   for (let i = 0; i < count; i++) entries.push(`"layers.${i}.weight":{"dtype":"BF16","shape":[${per / 2}],"data_offsets":[${i * per},${(i + 1) * per}]}`);
-  let json = `{${entries.join(',')}}`;
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  const head = Buffer.alloc(8);
-  head.writeBigUInt64LE(BigInt(json.length));
   const fd = openSync(path, 'w');
+  let headerBytes;
   try {
-    writeSync(fd, head);
-    writeSync(fd, json);
-    ftruncateSync(fd, 8 + json.length + per * count);
+    headerBytes = writeHeader(fd, entries);
+    ftruncateSync(fd, 8 + headerBytes + per * count);
   } finally {
     closeSync(fd);
   }
-  return { size: 8 + json.length + per * count, count, headerBytes: json.length };
+  return { size: 8 + headerBytes + per * count, count, headerBytes };
 }
