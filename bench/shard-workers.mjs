@@ -44,6 +44,7 @@ if (!isMainThread) {
   const total = ck.tensors.reduce((n, t) => n + t.byteLength, 0);
   const maxShardSize = Math.ceil(total / 4);
   const plans = planShards(ck.tensors, maxShardSize);
+  const tensorNames = ck.tensors.map((t) => t.name);
   await ck.close();
 
   const cpu = () => {
@@ -59,7 +60,7 @@ if (!isMainThread) {
     mkdirSync(out, { recursive: true });
     const names = plans.map((_, i) => `model-${String(i + 1).padStart(5, '0')}-of-${String(plans.length).padStart(5, '0')}.safetensors`);
     const meta = { format: 'pt' };
-    const shards = plans.map((p, i) => ({ path: join(out, names[i]), names: p.indices.map((k) => nameOf(k)), metadata: meta }));
+    const shards = plans.map((p, i) => ({ path: join(out, names[i]), names: p.indices.map((k) => tensorNames[k]), metadata: meta }));
     const mine = Array.from({ length: n }, (_, w) => shards.filter((_, i) => i % n === w));
     await Promise.all(mine.map((s) => new Promise((resolve, reject) => {
       const w = new Worker(new URL(import.meta.url), { workerData: { input, shards: s } });
@@ -67,13 +68,6 @@ if (!isMainThread) {
       w.once('error', reject);
     })));
   }
-  const tensorNames = (await (async () => {
-    const c = await openCheckpointPath(input);
-    const n = c.tensors.map((t) => t.name);
-    await c.close();
-    return n;
-  })());
-  const nameOf = (k) => tensorNames[k];
 
   const variants = [
     { label: 'library, jobs 1 (async I/O)', run: (out) => library(1, out) },
