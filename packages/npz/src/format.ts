@@ -53,9 +53,10 @@ function void1Back(tensors: readonly TensorDescriptor[]): NpzOpenOptions {
   return void1.size === 1 ? { void1: [...void1][0]! } : {};
 }
 
-async function openNpzContext(ctx: Context, options: NpzOpenOptions = {}) {
+/** `resolved`: the npz to read, when the caller has already resolved a directory input to it. */
+async function openNpzContext(ctx: Context, options: NpzOpenOptions = {}, resolved?: string) {
   const codec = ctx.codec ?? fflateCodec;
-  const file = ctx.entry ?? (await npzOfDirectory(ctx));
+  const file = resolved ?? ctx.entry ?? (await npzOfDirectory(ctx));
   const archive = await ctx.zip(file).catch(() => undefined);
   // A damaged directory is parsed again by openNpz, which gives the precise error.
   return openNpz(await ctx.source(file), { codec, ...(archive ? { archive } : {}), ...(options.void1 ? { void1: options.void1 } : {}) });
@@ -106,7 +107,7 @@ export const npzFormat: Format<NpzOpenOptions, NpzFormatWriteOptions> = {
       if (!(e instanceof TensorportError)) throw e;
       return { valid: false, errors: [{ path: ctx.name, ...toFinding(e) }], warnings: [], files: [ctx.name] };
     }
-    return validateWith(ctx, () => openNpzContext(ctx, options), ctx.path(file));
+    return validateWith(ctx, () => openNpzContext(ctx, options, file), ctx.path(file));
   },
   readBack: void1Back,
 };
