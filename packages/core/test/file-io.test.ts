@@ -139,6 +139,27 @@ describe('FileSink', () => {
     await sink.commit();
     expect(Buffer.from(await readFile(target)).equals(Buffer.from(expected))).toBe(true);
   });
+  it('with fsync, starts datasyncs while writing (every writebackBytes), bytes unchanged; none without fsync', async () => {
+    const d = await fresh('sink-writeback');
+    const data = patternBytes(1 << 20, 9);
+    for (const fsync of [true, false]) {
+      const target = join(d, `wb-${fsync}.bin`);
+      const sink = await FileSink.create(target, { bufferSize: 4096, writebackBytes: 64 * 1024, fsync });
+      for (let pos = 0; pos < data.byteLength; pos += 10_000) await sink.write(data.subarray(pos, pos + 10_000));
+      await sink.commit();
+      expect(Buffer.from(await readFile(target)).equals(Buffer.from(data))).toBe(true);
+      // One in flight at a time, so fewer than bytes / writebackBytes, but several over 1 MiB.
+      if (fsync) expect(sink.writebacks).toBeGreaterThanOrEqual(2);
+      else expect(sink.writebacks).toBe(0);
+      expect(sink.writebacks).toBeLessThanOrEqual(16);
+    }
+    // An abort while a datasync may be running still leaves nothing behind.
+    const sink = await FileSink.create(join(d, 'aborted.bin'), { bufferSize: 4096, writebackBytes: 4096 });
+    for (let pos = 0; pos < 200_000; pos += 5_000) await sink.write(data.subarray(pos, pos + 5_000));
+    expect(sink.writebacks).toBeGreaterThan(0);
+    await sink.abort();
+    expect(await listing(d)).toEqual(['wb-false.bin', 'wb-true.bin']);
+  });
   it('refuses an existing target without force, replaces it with force', async () => {
     const d = await fresh('sink-exists');
     const target = join(d, 'x');

@@ -28,6 +28,9 @@ class SharedSource implements ByteSource {
     return this.inner.read(offset, length);
   }
   async close(): Promise<void> {}
+  get copyWholeTo(): ((path: string) => Promise<boolean>) | undefined {
+    return this.inner.copyWholeTo?.bind(this.inner);
+  }
 }
 
 export interface ContextOptions {

@@ -1,3 +1,5 @@
+import type { ByteSource } from './source.ts';
+
 /**
  * Where a writer puts bytes, strictly in order. A sink is all-or-nothing: `commit` makes the
  * output visible (a file sink renames its temp file onto the target), `abort` discards it.
@@ -10,6 +12,12 @@ export interface ByteSink {
    * the sink may keep it instead of copying it. Writers call it through `writeChunk`.
    */
   writeOwned?(chunk: Uint8Array): Promise<void>;
+  /**
+   * Optional: makes a sink nothing has been written to hold exactly `source`'s bytes by an
+   * in-kernel copy (a file sink over a source with `copyWholeTo`). False when it cannot; the sink
+   * is then still empty and the caller streams the bytes instead.
+   */
+  copyWhole?(source: ByteSource): Promise<boolean>;
   commit(): Promise<void>;
   abort(): Promise<void>;
   readonly bytesWritten: number;

@@ -13,6 +13,13 @@ export interface ByteSource {
   close(): Promise<void>;
   /** Counts bytes actually read, so tools can say "read 12 KB of 100 GB". */
   readonly bytesRead: number;
+  /**
+   * Optional, for a source that is a whole local file (Node's FileSource, and wrappers of one that
+   * forward it): copies all `size` bytes into the existing file `path` inside the kernel (no pass
+   * through this process) and says whether what landed there is what `read` would have returned.
+   * False (anything may then be in `path`) when that cannot be made sure of.
+   */
+  copyWholeTo?(path: string): Promise<boolean>;
 }
 
 export function checkRange(source: { size: number; name: string }, offset: number, length: number): void {

@@ -1,6 +1,6 @@
 import { kMaxLength } from 'node:buffer';
 import { constants } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { copyFile, open, stat, type FileHandle } from 'node:fs/promises';
 import { TensorportError } from '../errors.ts';
 import { checkRange, type ByteSource } from '../io/source.ts';
 import { POOLED_MIN, giveBack, lend } from './buffer-pool.ts';
@@ -112,6 +112,32 @@ export class FileSource implements ByteSource {
       filled += n;
     }
     return buf;
+  }
+
+  /**
+   * `fs.copyFile` of this file's path into a new file `path`: libuv copies with copy_file_range (a
+   * reflink where the file system makes one), the in-kernel copy `cp` makes. It copies by path, so
+   * the path must still name the file this source opened, unchanged in size and mtime, before and
+   * after the copy. COPYFILE_EXCL is what keeps it fast on ext4: without it libuv truncates the
+   * destination to 0 first, which arms ext4's auto_da_alloc and makes the close() write all the
+   * data out (0.8 s of a 2 GiB copy, measured); a new file is not truncated.
+   */
+  async copyWholeTo(path: string): Promise<boolean> {
+    if (this.closed) return false;
+    const opened = await this.fh.stat({ bigint: true });
+    if (!(await this.namesSame(opened))) return false;
+    try {
+      await copyFile(this.name, path, constants.COPYFILE_EXCL);
+    } catch {
+      return false;
+    }
+    return this.namesSame(opened);
+  }
+
+  private async namesSame(opened: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint }): Promise<boolean> {
+    const [now, named] = await Promise.all([this.fh.stat({ bigint: true }), stat(this.name, { bigint: true }).catch(() => null)]);
+    return named !== null && now.size === BigInt(this.size) && now.mtimeNs === opened.mtimeNs
+      && named.dev === opened.dev && named.ino === opened.ino;
   }
 
   async close(): Promise<void> {

@@ -4,6 +4,7 @@ import { writeChunk, type ByteSink } from '../io/sink.ts';
 import type { TensorDescriptor } from '../tensor.ts';
 import { exactChunks } from '../tensor-chunks.ts';
 import { writeOrder } from './order.ts';
+import { verbatimSource } from './verbatim.ts';
 
 /** What the header needs to know about a tensor: no data. */
 export interface TensorLayout {
@@ -110,6 +111,11 @@ export async function streamSafetensors(
 ): Promise<{ bytes: number }> {
   const plan = planSafetensors(tensors, metadata);
   const total = plan.header.byteLength + plan.dataLength;
+  const whole = sink.copyWhole && sink.bytesWritten === 0 ? await verbatimSource(plan, tensors) : null;
+  if (whole && (await sink.copyWhole!(whole))) {
+    opts.onProgress?.(total, total);
+    return { bytes: total };
+  }
   let done = plan.header.byteLength;
   await sink.write(plan.header);
   opts.onProgress?.(done, total);
