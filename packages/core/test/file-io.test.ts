@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSink, FileSource, openCheckpointPath, pendingTempFiles, sameFile, writeCheckpointPath } from '../src/node/index.ts';
-import { TensorportError, writeSafetensors, type TensorDescriptor } from '../src/index.ts';
+import { TensorportError, readChunks, writeSafetensors, type TensorDescriptor } from '../src/index.ts';
 import { collect, memTensor, patternBytes } from './helpers/mem-tensor.ts';
 import { codeOf } from './helpers/error-code.ts';
 
@@ -47,6 +47,25 @@ describe('FileSource', () => {
     await src.close();
     await src.close();
     expect(await codeOf(src.read(0, 1))).toBe('IoError');
+  });
+  it('reads ahead of a sequential stream, but not past the end the stream gives (until)', async () => {
+    const d = await fresh('source-until');
+    const p = join(d, 'eight.bin');
+    const data = patternBytes(8 << 20, 3);
+    await writeFile(p, data);
+    const K = 512 * 1024;
+    // readChunks passes its range's end: nothing is read past 2 MiB, nothing dropped.
+    const bounded = await FileSource.open(p);
+    const got: Uint8Array[] = [];
+    for await (const c of readChunks(bounded, K, 2 << 20, K)) got.push(c.slice());
+    expect(Buffer.concat(got)).toEqual(Buffer.from(data.subarray(K, K + (2 << 20))));
+    await bounded.close();
+    expect(bounded.bytesDropped).toBe(0);
+    // The same reads without an end: the two chunks read ahead after the last one are dropped.
+    const open = await FileSource.open(p);
+    for (let at = K; at < K + (2 << 20); at += K) expect(await open.read(at, K)).toEqual(data.subarray(at, at + K));
+    await open.close();
+    expect(open.bytesDropped).toBe(2 * K);
   });
   it('a file that shrinks after open is a ShortRead, not a hang or garbage', async () => {
     const d = await fresh('shrink');

@@ -225,3 +225,25 @@ describe('ZIP reader without CRC verification', () => {
     expect(n).toBe(144);
   });
 });
+
+describe('ZIP reader: a stored member split at a header (splitAt)', () => {
+  it('yields the first splitAt bytes alone, then chunks that start there; same bytes, CRC still checked', async () => {
+    const z = await open(load('npz/savez.npz'));
+    const e = [...z.entries].sort((a, b) => b.uncompressedSize - a.uncompressedSize)[0]!;
+    expect(e.uncompressedSize).toBeGreaterThan(130);
+    const whole = await collect(z, e.name);
+    for (const splitAt of [1, 128, e.uncompressedSize - 1, e.uncompressedSize, e.uncompressedSize + 5]) {
+      const chunks: Uint8Array[] = [];
+      for await (const c of z.stream(e, { splitAt, chunkSize: 64 })) chunks.push(c.slice());
+      expect(chunks[0]!.byteLength).toBe(Math.min(splitAt, e.uncompressedSize));
+      expect(chunks.slice(1).every((c, i, rest) => c.byteLength === 64 || i === rest.length - 1)).toBe(true);
+      expect(Buffer.concat(chunks)).toEqual(Buffer.from(whole));
+    }
+    const bad = await open(load('hostile/bad_crc.npz'));
+    await expect(
+      (async () => {
+        for await (const _ of bad.stream(bad.entries[0]!, { splitAt: 128 })) void _;
+      })(),
+    ).rejects.toMatchObject({ code: 'ZipCrcMismatch' });
+  });
+});

@@ -87,7 +87,7 @@ function memberTensor(zip: ZipArchive, entry: ZipEntry, name: string, prefix: Ui
     name,
     h,
     {
-      stream: (chunkSize) => zip.stream(entry, { verify, ...(chunkSize === undefined ? {} : { chunkSize }) }),
+      stream: (chunkSize) => zip.stream(entry, { verify, splitAt: h.dataOffset, ...(chunkSize === undefined ? {} : { chunkSize }) }),
       ...(entry.stored ? { range: { source: zip.source, offset: entry.dataOffset } } : {}),
     },
     options.maxFortranBytes ?? DEFAULT_MAX_FORTRAN_BYTES,

@@ -24,8 +24,8 @@ class SharedSource implements ByteSource {
   get bytesRead(): number {
     return this.inner.bytesRead;
   }
-  read(offset: number, length: number): Promise<Uint8Array> {
-    return this.inner.read(offset, length);
+  read(offset: number, length: number, until?: number): Promise<Uint8Array> {
+    return this.inner.read(offset, length, until);
   }
   async close(): Promise<void> {}
   get copyWholeTo(): ((path: string) => Promise<boolean>) | undefined {

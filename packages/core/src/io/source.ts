@@ -9,15 +9,20 @@ export interface ByteSource {
   readonly size: number;
   /** Shown in messages; a file path or a File's name. */
   readonly name: string;
-  read(offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * `until` (optional) is where the sequential stream this read belongs to ends (readChunks passes
+   * its range's end): a source that reads ahead reads no further, so a stream that stops at a
+   * member's or tensor's end does not cost the chunks after it. Sources without read-ahead ignore it.
+   */
+  read(offset: number, length: number, until?: number): Promise<Uint8Array>;
   close(): Promise<void>;
   /** Counts bytes actually read, so tools can say "read 12 KB of 100 GB". */
   readonly bytesRead: number;
   /**
    * Optional, for a source that is a whole local file (Node's FileSource, and wrappers of one that
-   * forward it): copies all `size` bytes into the existing file `path` inside the kernel (no pass
-   * through this process) and says whether what landed there is what `read` would have returned.
-   * False (anything may then be in `path`) when that cannot be made sure of.
+   * forward it): copies all `size` bytes into a new file `path` (which must not exist) inside the
+   * kernel (no pass through this process) and says whether what landed there is what `read` would
+   * have returned. False (anything may then be in `path`) when that cannot be made sure of.
    */
   copyWholeTo?(path: string): Promise<boolean>;
 }
@@ -83,9 +88,9 @@ export class SliceSource implements ByteSource {
   get bytesRead(): number {
     return this.parent.bytesRead;
   }
-  read(offset: number, length: number): Promise<Uint8Array> {
+  read(offset: number, length: number, until?: number): Promise<Uint8Array> {
     checkRange(this, offset, length);
-    return this.parent.read(this.start + offset, length);
+    return this.parent.read(this.start + offset, length, this.start + Math.min(until ?? this.size, this.size));
   }
   async close(): Promise<void> {}
 }
@@ -95,7 +100,7 @@ export async function* readChunks(source: ByteSource, offset: number, length: nu
   checkRange(source, offset, length);
   const end = offset + length;
   for (let pos = offset; pos < end; pos += chunkSize) {
-    yield await source.read(pos, Math.min(chunkSize, end - pos));
+    yield await source.read(pos, Math.min(chunkSize, end - pos), end);
   }
 }
 

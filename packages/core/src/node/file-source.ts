@@ -19,11 +19,14 @@ interface Ahead {
  *
  * Sequential chunk reads (≥ POOLED_MIN) are read ahead: the next `readAhead` chunks of the same size
  * are already being read while the caller works on this one, so the thread pool's reads overlap
- * the caller's writes instead of alternating with them. A read elsewhere drops them (at most
- * `readAhead` chunks read for nothing, once per jump).
+ * the caller's writes instead of alternating with them, never past the `until` the caller gives (the
+ * end of its stream). A read elsewhere drops them (at most `readAhead` chunks read for nothing,
+ * once per jump).
  */
 export class FileSource implements ByteSource {
   bytesRead = 0;
+  /** Bytes read ahead that no read asked for (dropped at a jump or at close). */
+  bytesDropped = 0;
   private closed = false;
   private ahead: Ahead[] = [];
   /** Chunks read ahead of a sequential reader; 0 turns read-ahead off. */
@@ -54,7 +57,7 @@ export class FileSource implements ByteSource {
     }
   }
 
-  async read(offset: number, length: number): Promise<Uint8Array> {
+  async read(offset: number, length: number, until = this.size): Promise<Uint8Array> {
     checkRange(this, offset, length);
     if (this.closed) throw new TensorportError('IoError', `${this.name} is closed`, { path: this.name, offset });
     if (length > MAX_READ) {
@@ -69,9 +72,10 @@ export class FileSource implements ByteSource {
       data = this.readNow(offset, length);
     }
     if (length >= POOLED_MIN && this.readAhead > 0) {
+      const stop = Math.min(until, this.size);
       let next = this.ahead.length ? this.ahead[this.ahead.length - 1]!.offset + length : offset + length;
-      while (this.ahead.length < this.readAhead && next < this.size) {
-        const n = Math.min(length, this.size - next);
+      while (this.ahead.length < this.readAhead && next < stop) {
+        const n = Math.min(length, stop - next);
         const p = this.readNow(next, n);
         // Not unhandled while nobody awaits it yet: a failed read-ahead fails the read that asks for it.
         p.catch(() => {});
@@ -86,7 +90,10 @@ export class FileSource implements ByteSource {
 
   /** Read-ahead chunks nobody will ask for: their buffers go back once their reads end. */
   private dropAhead(): void {
-    for (const a of this.ahead) a.data.then(giveBack, () => {});
+    for (const a of this.ahead) {
+      this.bytesDropped += a.length;
+      a.data.then(giveBack, () => {});
+    }
     this.ahead = [];
   }
 

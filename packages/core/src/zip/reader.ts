@@ -27,6 +27,12 @@ export interface ZipStreamOptions {
   chunkSize?: number;
   /** Verify the CRC-32 while streaming (default true). Sizes are always enforced. */
   verify?: boolean;
+  /**
+   * Stored members: the first `splitAt` bytes come as a chunk of their own and the reads after it
+   * start there (npz passes its .npy header length, so the array data arrives in whole read buffers
+   * that a sink writes without copying them). Ignored for deflated members.
+   */
+  splitAt?: number;
 }
 
 export const DEFAULT_MAX_ZIP_ENTRIES = 1_000_000;
@@ -87,7 +93,7 @@ export class ZipArchive {
    * and CRC-checked unless `verify: false`. Errors come at the end of the stream.
    */
   stream(entry: ZipEntry, options: ZipStreamOptions = {}): AsyncIterable<Uint8Array> {
-    return verifyMember(this.raw(entry, options.chunkSize), entry, options.verify === false ? null : crcOf(this.codec));
+    return verifyMember(this.raw(entry, options.chunkSize, options.splitAt), entry, options.verify === false ? null : crcOf(this.codec));
   }
 
   /**
@@ -109,8 +115,12 @@ export class ZipArchive {
     return out.subarray(0, n);
   }
 
-  private raw(entry: ZipEntry, chunkSize?: number): AsyncIterable<Uint8Array> {
-    if (entry.stored) return readChunks(this.source, entry.dataOffset, entry.compressedSize, chunkSize);
+  private raw(entry: ZipEntry, chunkSize?: number, splitAt = 0): AsyncIterable<Uint8Array> {
+    if (entry.stored) {
+      const head = Math.min(Math.max(splitAt, 0), entry.compressedSize);
+      if (head === 0) return readChunks(this.source, entry.dataOffset, entry.compressedSize, chunkSize);
+      return chain(readChunks(this.source, entry.dataOffset, head), readChunks(this.source, entry.dataOffset + head, entry.compressedSize - head, chunkSize));
+    }
     if (!this.codec) {
       throw new TensorportError('ZipUnsupportedMethod', `member ${JSON.stringify(entry.name)} is deflated and no DEFLATE codec was given`, { tensor: entry.name });
     }
@@ -121,6 +131,10 @@ export class ZipArchive {
   close(): Promise<void> {
     return this.source.close();
   }
+}
+
+async function* chain(...parts: AsyncIterable<Uint8Array>[]): AsyncGenerator<Uint8Array> {
+  for (const p of parts) yield* p;
 }
 
 export function openZip(source: ByteSource, options?: ZipReadOptions): Promise<ZipArchive> {
