@@ -9,6 +9,7 @@
  * - `cpu`: `w_max` is the true maximum; rounding is `rint`, half to even.
  */
 import { TensorportError } from '@tensorport/core';
+import { packGroups } from './affine-codes.ts';
 import { checkStream } from './bitstream.ts';
 import { LITTLE_ENDIAN, roundTo, type FloatDType } from './bytes.ts';
 import { BF16_MAX, BF16_SPLIT, F16_MAX, F16_SPLIT, roundBf16Lane, roundF16Lane, roundHalfAway, roundHalfEven, roundInPlace, splitRound } from './float.ts';
@@ -86,13 +87,17 @@ export function affineGroup(w: ArrayLike<number>, start: number, groupSize: numb
 function scaleBias(wMin: number, wMax: number, start: number, bits: number, variant: AffineVariant, out: Float64Array): void {
   const f = Math.fround;
   const nBins = (1 << bits) - 1;
-  const mask = Math.abs(wMin) > Math.abs(wMax);
+  // Which extreme is the edge is a coin toss for weights centred on 0, and as branches (the
+  // sign of the scale, the pick of the edge) it mispredicted in half the groups: here it is a 0/1
+  // that multiplies the sign and indexes the pick, through `out`.
+  const useMin = +(Math.abs(wMin) > Math.abs(wMax));
   let scale = f(f(wMax - wMin) / nBins);
   if (!(scale > EPS)) scale = EPS; // std::max(x, eps) keeps eps unless x > eps
-  if (!mask) scale = -scale;
-  const edge = mask ? wMin : wMax;
-  const round = variant === 'gpu' ? roundHalfAway : roundHalfEven;
-  const q0 = round(f(edge / scale));
+  scale *= 2 * useMin - 1; // negated unless the edge is the min
+  out[0] = wMax;
+  out[1] = wMin;
+  const edge = out[useMin]!;
+  const q0 = variant === 'gpu' ? roundHalfAway(f(edge / scale)) : roundHalfEven(f(edge / scale));
   let bias = 0;
   if (q0 !== 0) {
     scale = f(edge / q0);
@@ -126,99 +131,53 @@ export function quantizeAffine(w: ArrayLike<number>, cols: number, options: Affi
 }
 
 /**
- * The group loop of quantizeAffine, in a function of its own that ends with the loop: V8 compiles
- * a long-running call while it runs (on-stack replacement), and code after the loop that had not
- * run yet (the result object) threw that compiled code away at the end of every call.
+ * quantizeAffine's work in passes over the whole block, each a function that ends with its loop:
+ * V8 compiles a long-running call while it runs (on-stack replacement), and code after the loop
+ * that had not run yet threw that compiled code away at the end of every call. One pass per job
+ * (scales, then codes) also keeps each loop's callees few enough to be inlined, which the single
+ * per-group loop calling all of them was not.
  */
 function quantizeGroups(x: Float32Array, groupSize: number, bits: number, variant: AffineVariant, dtype: FloatDType, words: Uint32Array, scales: Float32Array, biases: Float32Array): void {
-  const groups = scales.length;
+  groupScales(x, groupSize, bits, variant, scales, biases);
+  // The codes use the f32 scales; only then are they rounded to the weight's dtype.
+  packGroups(x, groupSize, bits, variant === 'gpu', scales, biases, words);
+  if (dtype !== 'F32') roundInPlace(scales, 0, scales.length, dtype);
+}
+
+/**
+ * The f32 scale (before any cast) and bias of every group, in two passes: each group's min and max
+ * (into `scales` and `biases`), then each group's scale and bias from them. A scale and bias is a
+ * chain of three divisions; with the next group's min and max between two chains, each waited for
+ * the one before, and apart they overlap.
+ */
+function groupScales(x: Float32Array, groupSize: number, bits: number, variant: AffineVariant, scales: Float32Array, biases: Float32Array): void {
+  groupRanges(x, groupSize, variant === 'gpu', scales, biases);
+  groupScalesFromRanges(x, groupSize, bits, variant, scales, biases);
+}
+
+/** Min into `mins`, max into `maxs` (both exact in f32), or NaN as the min of a group that needs affineGroup. */
+function groupRanges(x: Float32Array, groupSize: number, gpu: boolean, mins: Float32Array, maxs: Float32Array): void {
   const xBits = new Int32Array(x.buffer, x.byteOffset, x.length);
   const sb = new Float64Array(2);
-  const gpu = variant === 'gpu';
-  // 8-bit codes are the words' bytes in order on a little-endian host: stored as bytes.
-  const bytes = bits === 8 && LITTLE_ENDIAN ? new Uint8Array(words.buffer, words.byteOffset, words.byteLength) : null;
-  for (let g = 0, wi = 0; g < groups; g++) {
-    const start = g * groupSize;
-    if (groupRange(xBits, start, groupSize, gpu, sb)) scaleBias(sb[0]!, sb[1]!, start, bits, variant, sb);
-    else affineGroup(x, start, groupSize, bits, variant, sb);
-    scales[g] = roundTo(dtype, sb[0]!);
+  for (let g = 0, groups = mins.length; g < groups; g++) {
+    if (groupRange(xBits, g * groupSize, groupSize, gpu, sb)) {
+      mins[g] = sb[0]!;
+      maxs[g] = sb[1]!;
+    } else {
+      mins[g] = NaN;
+    }
+  }
+}
+
+function groupScalesFromRanges(x: Float32Array, groupSize: number, bits: number, variant: AffineVariant, scales: Float32Array, biases: Float32Array): void {
+  const sb = new Float64Array(2);
+  for (let g = 0, groups = scales.length; g < groups; g++) {
+    const wMin = scales[g]!;
+    if (wMin === wMin) scaleBias(wMin, biases[g]!, g * groupSize, bits, variant, sb);
+    else affineGroup(x, g * groupSize, groupSize, bits, variant, sb);
+    scales[g] = sb[0]!;
     biases[g] = sb[1]!;
-    if (bytes) codeBytes(x, start, groupSize, gpu, sb[0]!, sb[1]!, bytes);
-    else wi = gpu ? packGroupGpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi) : packGroupCpu(x, start, groupSize, bits, sb[0]!, sb[1]!, words, wi);
   }
-}
-
-// The loops below are the kernels' `round((w - bias) / scale)` clamped to [0, 2^bits - 1], in f32.
-// The quotient v is at least -0.5 and at most about 2 · 2^bits (bias is the edge the scale was
-// fitted to, or 0 with |w| < |scale| / 2), so it converts to int32 without wrapping. Rounding:
-// `(v + 0.5) | 0` is round half away from zero for v ≥ 0 (exact in f64 for an f32 v; Math.round
-// cost 4× the whole loop here), and `(v + RINT) - RINT` is rint, half to even, by the f64 addition's
-// own rounding (|v| < 2^51). Anything below 0 becomes code 0, as the kernels' clamp does. The clamp
-// is mask arithmetic (a branch per bound cost more than the division). Codes are appended LSB-first
-// to `acc` (`nb` bits so far); a code that crosses the word boundary leaves its high bits in the
-// next word. The packing loops return the next word index.
-
-/** 1.5 · 2^52: adding and subtracting it rounds an f64 of magnitude below 2^51 to an integer, ties to even. */
-const RINT = 6755399441055744;
-
-function codeBytes(x: Float32Array, start: number, n: number, gpu: boolean, scale: number, bias: number, out: Uint8Array): void {
-  const f = Math.fround;
-  const end = start + n;
-  if (gpu) {
-    for (let j = start; j < end; j++) {
-      const q = (f(f(x[j]! - bias) / scale) + 0.5) | 0;
-      const c = q & ~(q >> 31);
-      out[j] = c | ((255 - c) >> 31); // the store keeps the low 8 bits: 255 above 255
-    }
-  } else {
-    for (let j = start; j < end; j++) {
-      const q = (f(f(x[j]! - bias) / scale) + RINT - RINT) | 0;
-      const c = q & ~(q >> 31);
-      out[j] = c | ((255 - c) >> 31);
-    }
-  }
-}
-
-function packGroupGpu(x: Float32Array, start: number, n: number, bits: number, scale: number, bias: number, words: Uint32Array, wi: number): number {
-  const f = Math.fround;
-  const nBins = (1 << bits) - 1;
-  let acc = 0;
-  let nb = 0;
-  for (let j = start, end = start + n; j < end; j++) {
-    const q = (f(f(x[j]! - bias) / scale) + 0.5) | 0;
-    const p = q & ~(q >> 31);
-    const over = nBins - p;
-    const c = p + (over & (over >> 31));
-    acc |= c << nb;
-    nb += bits;
-    if (nb >= 32) {
-      words[wi++] = acc;
-      nb -= 32;
-      acc = c >>> (bits - nb);
-    }
-  }
-  return wi;
-}
-
-function packGroupCpu(x: Float32Array, start: number, n: number, bits: number, scale: number, bias: number, words: Uint32Array, wi: number): number {
-  const f = Math.fround;
-  const nBins = (1 << bits) - 1;
-  let acc = 0;
-  let nb = 0;
-  for (let j = start, end = start + n; j < end; j++) {
-    const q = (f(f(x[j]! - bias) / scale) + RINT - RINT) | 0;
-    const p = q & ~(q >> 31);
-    const over = nBins - p;
-    const c = p + (over & (over >> 31));
-    acc |= c << nb;
-    nb += bits;
-    if (nb >= 32) {
-      words[wi++] = acc;
-      nb -= 32;
-      acc = c >>> (bits - nb);
-    }
-  }
-  return wi;
 }
 
 /** Scales and biases only (what the `.scales` / `.biases` tensors hold), without the codes. */
@@ -226,20 +185,13 @@ export function affineScalesBiases(w: ArrayLike<number>, cols: number, options: 
   const { bits, groupSize } = options;
   checkAffineParams(bits, groupSize);
   const groups = checkCols(w.length, cols, groupSize);
-  const variant = options.variant ?? 'gpu';
   const dtype = options.dtype ?? 'F32';
+  // As quantizeAffine: the callers pass Float32Array; anything else is copied.
+  const x = w instanceof Float32Array ? w : Float32Array.from(w);
   const scales = new Float32Array(groups);
   const biases = new Float32Array(groups);
-  const sb = new Float64Array(2);
-  const xBits = w instanceof Float32Array ? new Int32Array(w.buffer, w.byteOffset, w.length) : null;
-  const gpu = variant === 'gpu';
-  for (let g = 0; g < groups; g++) {
-    const start = g * groupSize;
-    if (xBits && groupRange(xBits, start, groupSize, gpu, sb)) scaleBias(sb[0]!, sb[1]!, start, bits, variant, sb);
-    else affineGroup(w, start, groupSize, bits, variant, sb);
-    scales[g] = roundTo(dtype, sb[0]!);
-    biases[g] = sb[1]!;
-  }
+  groupScales(x, groupSize, bits, options.variant ?? 'gpu', scales, biases);
+  if (dtype !== 'F32') roundInPlace(scales, 0, groups, dtype);
   return { scales, biases };
 }
 
