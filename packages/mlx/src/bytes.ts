@@ -75,12 +75,45 @@ export function decodeFloats(bytes: Uint8Array, dtype: FloatDType, out?: Float32
   const bits = new Int32Array(dst.buffer, dst.byteOffset, n);
   if (dtype === 'F16') {
     const t = f16Table();
-    const table = new Int32Array(t.buffer, t.byteOffset, t.length);
-    for (let i = 0; i < n; i++) bits[i] = table[src[i]!]!;
+    widenF16(src, bits, new Int32Array(t.buffer, t.byteOffset, t.length));
   } else {
-    for (let i = 0; i < n; i++) bits[i] = src[i]! << 16;
+    widenBf16(src, bits);
   }
   return dst;
+}
+
+// Four elements a turn in the two loops below: a turn's own cost (V8's checks of the arrays, the
+// counter's overflow, the interrupt check) was most of a one-element turn, and the F16 decode
+// ran at 1.9 ns per element instead of 1.0.
+
+function widenF16(src: Uint16Array, bits: Int32Array, table: Int32Array): void {
+  const n = src.length;
+  const whole = n & ~3;
+  let i = 0;
+  for (; i < whole; i += 4) {
+    const a = src[i]!;
+    const b = src[i + 1]!;
+    const c = src[i + 2]!;
+    const d = src[i + 3]!;
+    bits[i] = table[a]!;
+    bits[i + 1] = table[b]!;
+    bits[i + 2] = table[c]!;
+    bits[i + 3] = table[d]!;
+  }
+  for (; i < n; i++) bits[i] = table[src[i]!]!;
+}
+
+function widenBf16(src: Uint16Array, bits: Int32Array): void {
+  const n = src.length;
+  const whole = n & ~3;
+  let i = 0;
+  for (; i < whole; i += 4) {
+    bits[i] = src[i]! << 16;
+    bits[i + 1] = src[i + 1]! << 16;
+    bits[i + 2] = src[i + 2]! << 16;
+    bits[i + 3] = src[i + 3]! << 16;
+  }
+  for (; i < n; i++) bits[i] = src[i]! << 16;
 }
 
 /** Encodes values (rounded to `dtype`, ties to even, from their f32 value) as little-endian bytes. */

@@ -110,6 +110,21 @@ describe('roundTo, encodeFloats and decodeFloats against the exact conversions',
     );
   });
 
+  it('decodeFloats widens runs of any length at any offset (the unrolled loops and their tails)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 0xffff }), { maxLength: 23 }), fc.integer({ min: 0, max: 3 }), fc.constantFrom<FloatDType>('F16', 'BF16'), (halves, offset, dtype) => {
+        const buf = new Uint8Array(offset + halves.length * 2);
+        halves.forEach((h, i) => {
+          buf[offset + 2 * i] = h & 0xff;
+          buf[offset + 2 * i + 1] = h >>> 8;
+        });
+        const got = new Uint32Array(decodeFloats(buf.subarray(offset), dtype).buffer);
+        expect(Array.from(got)).toEqual(halves.map((h) => (dtype === 'F16' ? f16BitsToF32(h) : (h << 16) >>> 0)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('decodeFloats widens every 16-bit pattern exactly', () => {
     const all = new Uint8Array(new Uint16Array(0x10000).map((_, i) => i).buffer);
     for (const dtype of ['F16', 'BF16'] as const) {
