@@ -9,10 +9,10 @@
  * - `cpu`: `w_max` is the true maximum; rounding is `rint`, half to even.
  */
 import { TensorportError } from '@tensorport/core';
-import { packGroups } from './affine-codes.ts';
+import { packGroups, RINT } from './affine-codes.ts';
 import { checkStream } from './bitstream.ts';
 import { LITTLE_ENDIAN, roundTo, type FloatDType } from './bytes.ts';
-import { BF16_MAX, BF16_SPLIT, F16_MAX, F16_SPLIT, roundBf16Lane, roundF16Lane, roundHalfAway, roundHalfEven, roundInPlace, splitRound } from './float.ts';
+import { BF16_MAX, BF16_SPLIT, F16_MAX, F16_SPLIT, roundBf16Lane, roundF16Lane, roundInPlace, splitRound } from './float.ts';
 import { groupRange } from './group-range.ts';
 
 export type AffineVariant = 'gpu' | 'cpu';
@@ -97,7 +97,11 @@ function scaleBias(wMin: number, wMax: number, start: number, bits: number, vari
   out[0] = wMax;
   out[1] = wMin;
   const edge = out[useMin]!;
-  const q0 = variant === 'gpu' ? roundHalfAway(f(edge / scale)) : roundHalfEven(f(edge / scale));
+  // roundHalfAway / roundHalfEven, for an f32 t: Math.round's own half test was a branch that
+  // mispredicted in about half the groups. t ± 0.5 is exact or can't cross an integer (t is f32),
+  // and rint is the f64 addition's rounding where |t| < 2^51 (larger f32 values are integers).
+  const t = f(edge / scale);
+  const q0 = variant === 'gpu' ? (t < 0 ? -Math.floor(0.5 - t) : Math.floor(t + 0.5)) : Math.abs(t) < 2 ** 51 ? t + RINT - RINT : t;
   let bias = 0;
   if (q0 !== 0) {
     scale = f(edge / q0);
