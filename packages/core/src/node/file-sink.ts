@@ -29,6 +29,8 @@ export interface FileSinkOptions {
    * Infinity turns it off.
    */
   writebackBytes?: number;
+  /** Writes queued on the thread pool at once (default 2; 1 = strictly one after the other). */
+  writesInFlight?: number;
   /**
    * The multi-file commit this file belongs to (all in one directory): its journal lets a crash in
    * the middle of the renames be rolled back by the next run. See commit-group.ts.
@@ -37,6 +39,8 @@ export interface FileSinkOptions {
 }
 
 const DEFAULT_BUFFER = 4 * 1024 * 1024;
+/** Writes queued at once (see issue): measured in bench/io-levers.mjs. */
+const DEFAULT_WRITES_IN_FLIGHT = 2;
 /** Bytes written between background datasyncs (startWriteback): measured in docs/benchmarks.md. */
 const DEFAULT_WRITEBACK = 64 * 1024 * 1024;
 
@@ -47,8 +51,9 @@ const DEFAULT_WRITEBACK = 64 * 1024 * 1024;
  * (see cleanup.ts).
  *
  * Writes are copied into a buffer and written in big positional writes while the caller produces
- * the next chunk: at most one write in flight, so memory is bounded by two buffers. A chunk handed
- * over with `writeOwned` is written as it is, without that copy.
+ * the next chunk: two buffers, one filling and one being written. A chunk handed over with
+ * `writeOwned` is written as it is, without that copy. At most `writesInFlight` writes are queued,
+ * so memory is bounded by those buffers and chunks.
  */
 export class FileSink implements ByteSink {
   bytesWritten = 0;
@@ -60,7 +65,9 @@ export class FileSink implements ByteSink {
   private spare: Uint8Array;
   private fill = 0;
   private filePos = 0;
-  private inflight: Promise<void> | null = null;
+  /** Writes not finished yet (at most `writesInFlight`), and the one among them writing `spare`. */
+  private readonly inflight = new Set<Promise<void>>();
+  private bufWrite: Promise<void> | null = null;
   /** A datasync started while writing (see startWriteback), and the file position it covers from. */
   private writeback: Promise<void> | null = null;
   private syncedTo = 0;
@@ -78,7 +85,7 @@ export class FileSink implements ByteSink {
   }
 
   static async create(target: string, options: FileSinkOptions = {}): Promise<FileSink> {
-    const opts: Required<Omit<FileSinkOptions, 'group'>> & { group?: CommitGroup } = { force: false, fsync: true, bufferSize: DEFAULT_BUFFER, writebackBytes: DEFAULT_WRITEBACK, ...options };
+    const opts: Required<Omit<FileSinkOptions, 'group'>> & { group?: CommitGroup } = { force: false, fsync: true, bufferSize: DEFAULT_BUFFER, writebackBytes: DEFAULT_WRITEBACK, writesInFlight: DEFAULT_WRITES_IN_FLIGHT, ...options };
     const path = resolve(target);
     await checkTarget(path, opts.force);
     // Leftovers of killed runs in this directory go first (reported as warnings; see stale.ts).
@@ -118,21 +125,13 @@ export class FileSink implements ByteSink {
   async writeOwned(chunk: Uint8Array): Promise<void> {
     if (!isLent(chunk)) return this.write(chunk);
     this.checkOpen();
-    // Bytes already buffered go first, in their own write; then the chunk, still one write in flight.
+    // Bytes already buffered go first, in their own write; then the chunk.
     await this.flush();
-    await this.settle();
+    await this.room();
     const at = this.filePos;
     this.filePos += chunk.byteLength;
     this.bytesWritten += chunk.byteLength;
-    this.inflight = writeAll(this.fh, chunk, at).then(
-      () => {
-        giveBack(chunk);
-        this.startWriteback();
-      },
-      (e: unknown) => {
-        this.failure = ioError(`write of ${chunk.byteLength} bytes at offset ${at} to ${this.tempPath} failed`, this.name, e, at);
-      },
-    );
+    this.issue(chunk, at, () => giveBack(chunk));
   }
 
   /**
@@ -289,7 +288,7 @@ export class FileSink implements ByteSink {
       return;
     }
     this.state = 'aborted';
-    await this.inflight?.catch(() => {});
+    await Promise.all(this.inflight);
     await this.writeback?.catch(() => {});
     await this.fh.close().catch(() => {});
     await unlink(this.tempPath).catch(() => {});
@@ -301,18 +300,47 @@ export class FileSink implements ByteSink {
     if (this.state !== 'open') throw new TensorportError('IoError', `${this.name}: write after ${this.state === 'committing' || this.state === 'prepared' ? 'commit started' : this.state}`, { path: this.name });
   }
 
-  /** Hands the filled buffer to the writer (after the previous write finished) and swaps buffers. */
+  /** Hands the filled buffer to the writer (once the write of the other one finished) and swaps buffers. */
   private async flush(): Promise<void> {
-    await this.settle();
+    await this.bufWrite;
+    this.bufWrite = null;
+    if (this.failure) throw this.failure;
     if (this.fill === 0) return;
+    await this.room();
     const data = this.buf.subarray(0, this.fill);
     const at = this.filePos;
     this.filePos += this.fill;
-    this.inflight = writeAll(this.fh, data, at).then(() => this.startWriteback()).catch((e: unknown) => {
-      this.failure = ioError(`write of ${data.byteLength} bytes at offset ${at} to ${this.tempPath} failed`, this.name, e, at);
-    });
+    this.bufWrite = this.issue(data, at);
     [this.buf, this.spare] = [this.spare, this.buf];
     this.fill = 0;
+  }
+
+  /**
+   * Starts a positional write. Writes may overlap (their ranges never do): the next one is already
+   * queued on the thread pool when the current one ends, so the writer thread does not wait for
+   * this thread to hand it the next chunk (measured in docs/benchmarks.md). A failed write fails
+   * every later call.
+   */
+  private issue(data: Uint8Array, at: number, written?: () => void): Promise<void> {
+    const p: Promise<void> = writeAll(this.fh, data, at)
+      .then(
+        () => {
+          written?.();
+          this.startWriteback();
+        },
+        (e: unknown) => {
+          this.failure ??= ioError(`write of ${data.byteLength} bytes at offset ${at} to ${this.tempPath} failed`, this.name, e, at);
+        },
+      )
+      .finally(() => this.inflight.delete(p));
+    this.inflight.add(p);
+    return p;
+  }
+
+  /** Waits until another write may start. */
+  private async room(): Promise<void> {
+    while (this.inflight.size >= Math.max(1, this.opts.writesInFlight)) await Promise.race(this.inflight);
+    if (this.failure) throw this.failure;
   }
 
   /**
@@ -343,10 +371,8 @@ export class FileSink implements ByteSink {
   }
 
   private async settle(): Promise<void> {
-    if (this.inflight) {
-      await this.inflight;
-      this.inflight = null;
-    }
+    await Promise.all(this.inflight);
+    this.bufWrite = null;
     if (this.failure) throw this.failure;
   }
 
