@@ -90,6 +90,19 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
     expect(src.stats().bytesTransferred).toBeLessThanOrEqual(big.byteLength + 2 * 64 * 1024);
   });
 
+  it('reads ahead no further than the end of the stream (until): a range that ends early downloads only it', async () => {
+    const src = await HttpSource.open(`${rig.cdn}/files/big.bin`, 'big.bin', { concurrency: 4 });
+    const from = 1024 * 1024;
+    const length = 2 * 1024 * 1024;
+    const parts: Uint8Array[] = [];
+    for await (const c of readChunks(src, from, length, 512 * 1024)) parts.push(c.slice());
+    expect(Buffer.concat(parts).equals(Buffer.from(big.subarray(from, from + length)))).toBe(true);
+    // the probe, the first (direct) read and three read-ahead windows inside the range; without the
+    // bound, three more windows past its end (requests are counted when sent, bytes as they arrive)
+    expect(src.stats().requests).toBe(5);
+    expect(src.stats().bytesTransferred).toBeLessThanOrEqual(length + 64 * 1024);
+  });
+
   it('hands pooled range bodies to FileSink.writeOwned: the written file and a second pass equal the source', async () => {
     // Bodies of sequential large reads come from the read-buffer pool and go back to it once
     // written; a buffer handed out must not stay in the source's read-ahead to be served again.

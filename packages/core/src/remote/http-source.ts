@@ -117,13 +117,13 @@ export class HttpSource implements ByteSource {
     return { size: this.size, requests: this.counters.requests, bytesTransferred: this.counters.bytesTransferred };
   }
 
-  async read(offset: number, length: number): Promise<Uint8Array> {
+  async read(offset: number, length: number, until = this.size): Promise<Uint8Array> {
     checkRange(this, offset, length);
     if (this.closed) throw new TensorportError('IoError', `${this.name} is closed`, { path: this.name });
     this.bytesRead += length;
     if (length === 0) return new Uint8Array(0);
     if (this.whole) return this.whole.subarray(offset, offset + length);
-    if (length >= LARGE_READ) return this.readLarge(offset, length);
+    if (length >= LARGE_READ) return this.readLarge(offset, length, until);
     return this.readPages(offset, length);
   }
 
@@ -241,8 +241,10 @@ export class HttpSource implements ByteSource {
 
   // --- large reads: direct, with read-ahead when sequential ------------------------------------
 
-  private async readLarge(offset: number, length: number): Promise<Uint8Array> {
+  private async readLarge(offset: number, length: number, until: number): Promise<Uint8Array> {
     const end = offset + length;
+    // Not past the end of the caller's stream: the bytes after a tensor would be downloaded for nothing.
+    const limit = Math.min(Math.max(until, end), this.size);
     while (this.chain.length > 0 && this.chain[0]!.end <= offset) this.chain.shift();
     if (this.chain.length > 0 && this.chain[0]!.start > offset) this.chain = [];
     const sequential = this.chain.length > 0 || offset === this.lastLargeEnd;
@@ -252,8 +254,8 @@ export class HttpSource implements ByteSource {
     const step = Math.min(Math.max(length, LARGE_READ), this.window);
     const extend = (): boolean => {
       const from = this.chain.length > 0 ? this.chain[this.chain.length - 1]!.end : offset;
-      if (from >= this.size) return false;
-      const to = Math.min(from + step, this.size);
+      if (from >= limit) return false;
+      const to = Math.min(from + step, limit);
       const data = this.fetch(from, to, true);
       data.catch(() => undefined);
       this.chain.push({ start: from, end: to, data });
