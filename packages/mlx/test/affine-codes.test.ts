@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { bf16BitsToF32, f16BitsToF32 } from '@tensorport/core';
 import { code, exactCode, NEAR_HALF, RINT } from '../src/affine-codes.ts';
+import { roundF32 } from '../src/affine.ts';
+import { roundHalfAway, roundHalfEven } from '../src/float.ts';
 import { affineGroup, quantizeAffine, type AffineVariant, type FloatDType } from '../src/index.ts';
 import { castRef, referenceQuantize } from './helpers/reference.ts';
 
@@ -98,6 +100,20 @@ describe('quantizeAffine with the fast path still matches the independent transc
         },
       ),
       { numRuns: 1500 },
+    );
+  });
+});
+
+describe('roundF32: the scale fit\'s rounding', () => {
+  it('is roundHalfAway (gpu) and roundHalfEven (cpu) for every kind of f32, up to the sign of zero', () => {
+    const halves = fc.integer({ min: -(2 ** 24), max: 2 ** 24 }).map((k) => f(k + 0.5));
+    fc.assert(
+      fc.property(fc.oneof(fc.float(), halves, fc.constantFrom(0.5, -0.5, 1.5, -2.5, 2 ** 23 + 1, -(2 ** 24), 3.4e38, -3.4e38, Infinity, -Infinity, 1e-45)), (t) => {
+        if (Number.isNaN(t)) return;
+        expect(roundF32(t, true) === roundHalfAway(t)).toBe(true);
+        expect(roundF32(t, false) === roundHalfEven(t)).toBe(true);
+      }),
+      { numRuns: 20000 },
     );
   });
 });
