@@ -207,10 +207,7 @@ export class FileSink implements ByteSink {
     this.checkOpen();
     this.state = 'committing';
     try {
-      await this.flush();
-      await this.settle();
-      await this.settleWriteback();
-      if (this.opts.fsync) await this.fh.datasync();
+      await this.drain();
       const st = await this.fh.stat({ bigint: true });
       await this.fh.close();
       this.member = { target: this.name, temp: this.tempPath, backup: join(dirname(this.name), ownedName(basename(this.name), 'bak')), dev: String(st.dev), ino: String(st.ino), committed: false };
@@ -241,10 +238,7 @@ export class FileSink implements ByteSink {
     this.checkOpen();
     this.state = 'committing';
     try {
-      await this.flush();
-      await this.settle();
-      await this.settleWriteback();
-      if (this.opts.fsync) await this.fh.datasync();
+      await this.drain();
       await this.fh.close();
       await this.publish();
     } catch (e) {
@@ -365,9 +359,13 @@ export class FileSink implements ByteSink {
     );
   }
 
-  private async settleWriteback(): Promise<void> {
+  /** Every byte written and, with fsync, on the disk: what both commits start with. */
+  private async drain(): Promise<void> {
+    await this.flush();
+    await this.settle();
     await this.writeback;
     if (this.failure) throw this.failure;
+    if (this.opts.fsync) await this.fh.datasync();
   }
 
   private async settle(): Promise<void> {

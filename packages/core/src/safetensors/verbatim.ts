@@ -1,4 +1,4 @@
-import { DEFAULT_CHUNK, type ByteSource } from '../io/source.ts';
+import { readChunks, type ByteSource } from '../io/source.ts';
 import type { TensorDescriptor } from '../tensor.ts';
 import { bytesEqual } from '../zip/le.ts';
 
@@ -22,9 +22,10 @@ export async function verbatimSource(plan: Layout, tensors: readonly TensorDescr
   for (const [i, t] of tensors.entries()) {
     if (t.range?.source !== source || t.range.offset !== plan.header.byteLength + plan.offsets[i]![0]) return null;
   }
-  for (let at = 0; at < plan.header.byteLength; at += DEFAULT_CHUNK) {
-    const n = Math.min(DEFAULT_CHUNK, plan.header.byteLength - at);
-    if (!bytesEqual(await source.read(at, n), plan.header.subarray(at, at + n))) return null;
+  let at = 0;
+  for await (const chunk of readChunks(source, 0, plan.header.byteLength)) {
+    if (!bytesEqual(chunk, plan.header.subarray(at, at + chunk.byteLength))) return null;
+    at += chunk.byteLength;
   }
   return source;
 }
