@@ -13,7 +13,7 @@ import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, PACKAGES, ROOT as ROOT_DIR, findPython, measure, median, requireBuild, writeSyntheticSafetensors } from './lib.mjs';
+import { CLI, PACKAGES, ROOT as ROOT_DIR, findPython, measure, median, requireBuild, warmUp, writeSyntheticSafetensors } from './lib.mjs';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '2' }, runs: { type: 'string', default: '3' }, dir: { type: 'string', default: tmpdir() } } });
 requireBuild();
@@ -29,12 +29,6 @@ const rows = [];
 const mlxRepeat = Math.max(runs, 7);
 
 const scratch = join(dir, 'warm-up.bin');
-/** Touches `bytes` of fresh page cache untimed and frees it (see the comment at the top). */
-function warmUp(bytes) {
-  if (bytes <= 0) return;
-  measure('dd', ['if=/dev/zero', `of=${scratch}`, 'bs=4M', `count=${Math.ceil(bytes / 4194304)}`, 'status=none']);
-  rmSync(scratch, { force: true });
-}
 
 /** Runs contenders interleaved `runs` times; `out` is removed before each run; `expect` is an exit status. */
 function group(name, bytes, contenders) {
@@ -47,7 +41,7 @@ function group(name, bytes, contenders) {
       const i = (k + r) % contenders.length;
       const c = contenders[i];
       if (c.out) rmSync(c.out, { recursive: true, force: true });
-      warmUp(bytes);
+      warmUp(scratch, bytes);
       const [cmd, args] = c.run;
       const wrapped = ['-c', `"$@"; test $? -eq ${c.expect ?? 0}`, 'sh', cmd, ...args];
       res[i].push(measure('sh', wrapped));

@@ -4,11 +4,11 @@
 // read-ahead depth. Interleaved runs, medians; CPU seconds and minor faults come from
 // process.resourceUsage, which the machine's load does not change much.
 // Usage: node bench/io-levers.mjs [--gib 1] [--runs 5]   (after npm run build)
-import { closeSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { crc32 as zlibCrc32 } from 'node:zlib';
 import { FileSink, FileSource } from '../packages/core/dist/node.node.js';
-import { median, writeSyntheticSafetensors } from './lib.mjs';
+import { median, warmUp, writeSyntheticSafetensors } from './lib.mjs';
 
 const { values } = parseArgs({ options: { gib: { type: 'string', default: '1' }, runs: { type: 'string', default: '5' } } });
 const input = `/tmp/tp-io-levers-${process.pid}.bin`;
@@ -18,18 +18,9 @@ writeSyntheticSafetensors(input, Number(values.gib));
 const CHUNK = 4 * 1024 * 1024;
 let crcState = 0;
 
-/** As bench/all.mjs does before every timed run: fresh pages on this VM cost a host fault each. */
-function warmUp(bytes) {
-  const zeros = new Uint8Array(CHUNK);
-  const fd = openSync(scratch, 'w');
-  for (let n = 0; n < bytes; n += CHUNK) writeSync(fd, zeros);
-  closeSync(fd);
-  rmSync(scratch);
-}
-
 async function copy({ owned, ahead, writes = 2, crc = false }) {
   rmSync(out, { force: true });
-  warmUp(statSync(input).size);
+  warmUp(scratch, statSync(input).size);
   const before = process.resourceUsage();
   const t0 = performance.now();
   const src = await FileSource.open(input);

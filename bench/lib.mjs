@@ -30,6 +30,16 @@ export function measure(cmd, args, opts = {}) {
   return { secs, rssMiB: kb / 1024, stdout: r.stdout };
 }
 
+/**
+ * Touches `bytes` of fresh page cache untimed and frees it, before a timed run: on this VM memory the
+ * guest freed a while ago costs a host fault per page when touched again (bench/all.mjs, top).
+ */
+export function warmUp(scratch, bytes) {
+  if (bytes <= 0) return;
+  measure('dd', ['if=/dev/zero', `of=${scratch}`, 'bs=4M', `count=${Math.ceil(bytes / 4194304)}`, 'status=none']);
+  rmSync(scratch, { force: true });
+}
+
 export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
