@@ -17,6 +17,12 @@ export interface TensorDescriptor {
   chunks(chunkSize?: number): AsyncIterable<Uint8Array>;
   /** Set when the bytes are a plain range of a byte source, so they can be copied or sliced lazily. */
   readonly range?: { readonly source: ByteSource; readonly offset: number };
+  /**
+   * Set when producing the bytes is mostly work outside the JavaScript thread (a deflated member
+   * inflated on libuv's thread pool): a writer may start such a tensor while the one before it is
+   * still being written (`tensorsInOrder`). Transforms that compute on the JS thread leave it unset.
+   */
+  readonly offThread?: boolean;
 }
 
 /** A loaded checkpoint: its tensors (in file order) and string metadata, nothing read yet. */

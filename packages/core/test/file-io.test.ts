@@ -67,6 +67,36 @@ describe('FileSource', () => {
     await open.close();
     expect(open.bytesDropped).toBe(2 * K);
   });
+  it('keeps read-ahead for several sequential readers at once (two members streamed side by side)', async () => {
+    const d = await fresh('source-streams');
+    const p = join(d, 'sixteen.bin');
+    const data = patternBytes(16 << 20, 5);
+    await writeFile(p, data);
+    const K = 512 * 1024;
+    const interleave = async (readers: number): Promise<FileSource> => {
+      const src = await FileSource.open(p);
+      const span = (16 << 20) / readers;
+      const its = Array.from({ length: readers }, (_, r) => readChunks(src, r * span, span, K)[Symbol.asyncIterator]());
+      const got: Buffer[][] = its.map(() => []);
+      for (let done = 0; done < readers; ) {
+        done = 0;
+        for (const [r, it] of its.entries()) {
+          const c = await it.next();
+          if (c.done) done++;
+          else got[r]!.push(Buffer.from(c.value));
+        }
+      }
+      for (const [r, parts] of got.entries()) expect(Buffer.concat(parts).equals(Buffer.from(data.subarray(r * span, (r + 1) * span)))).toBe(true);
+      await src.close();
+      return src;
+    };
+    // every chunk read ahead was asked for: none read twice
+    const two = await interleave(2);
+    expect(two.bytesDropped).toBe(0);
+    expect(two.bytesRead).toBe(16 << 20);
+    // more readers than it follows: the least recently read one loses its chunks each round
+    expect((await interleave(8)).bytesDropped).toBeGreaterThan(0);
+  });
   it('a file that shrinks after open is a ShortRead, not a hang or garbage', async () => {
     const d = await fresh('shrink');
     await writeFile(join(d, 'f'), patternBytes(1000));

@@ -1,4 +1,4 @@
-import { TensorportError, abortQuietly, exactChunks, type ByteSink, type DType, type TensorDescriptor } from '@tensorport/core';
+import { TensorportError, abortQuietly, tensorsInOrder, type ByteSink, type DType, type TensorDescriptor } from '@tensorport/core';
 import { ALIGNMENT_KEY, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VERSION, MAX_DIMS, MAX_TENSOR_NAME_BYTES, alignUp } from './constants.ts';
 import { GGML_TYPES, ggmlTypeByName, type GgmlType } from './ggml-types.ts';
 import { HeaderWriter, isAscii } from './header-writer.ts';
@@ -133,8 +133,8 @@ export async function writeGguf(tensors: readonly GgufWriteTensor[], metadata: G
     };
     await put(plan.header);
     let zeros = new Uint8Array(0);
-    for (const t of tensors) {
-      for await (const c of exactChunks(t, options.chunkSize)) await put(c);
+    for await (const [t, chunks] of tensorsInOrder(tensors, options.chunkSize)) {
+      for await (const c of chunks) await put(c);
       const pad = alignUp(t.byteLength, plan.alignment) - t.byteLength;
       if (zeros.byteLength < pad) zeros = new Uint8Array(plan.alignment);
       await put(zeros.subarray(0, pad));

@@ -10,6 +10,8 @@ export interface ArraySource {
   stream(chunkSize?: number): AsyncIterable<Uint8Array>;
   /** Set when the .npy bytes are a plain range: the array bytes are then at `offset + dataOffset`. */
   range?: { source: ByteSource; offset: number };
+  /** Set when streaming is mostly work off the JS thread (inflating on a thread pool). */
+  offThread?: boolean;
 }
 
 /**
@@ -39,5 +41,7 @@ export function arrayDescriptor(name: string, h: NpyHeader, src: ArraySource, ma
     byteLength: h.byteLength,
     chunks,
     ...(plain ? { range: { source: src.range!.source, offset: src.range!.offset + h.dataOffset } } : {}),
+    // a Fortran-order array is transposed here, on the JS thread, in memory
+    ...(src.offThread && !transpose ? { offThread: true } : {}),
   };
 }

@@ -89,6 +89,7 @@ function memberTensor(zip: ZipArchive, entry: ZipEntry, name: string, prefix: Ui
     {
       stream: (chunkSize) => zip.stream(entry, { verify, splitAt: h.dataOffset, ...(chunkSize === undefined ? {} : { chunkSize }) }),
       ...(entry.stored ? { range: { source: zip.source, offset: entry.dataOffset } } : {}),
+      ...(zip.offThread(entry) ? { offThread: true } : {}),
     },
     options.maxFortranBytes ?? DEFAULT_MAX_FORTRAN_BYTES,
   );

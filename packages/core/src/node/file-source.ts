@@ -12,6 +12,9 @@ interface Ahead {
   data: Promise<Uint8Array>;
 }
 
+/** One sequential reader's chunks read ahead, oldest first. */
+type Stream = Ahead[];
+
 /**
  * A file read with positional reads (`pread`): no whole-file read, no stream state, so any number
  * of reads may be in flight and offsets far beyond 4 GiB work (numbers are exact to 2^53).
@@ -20,15 +23,18 @@ interface Ahead {
  * Sequential chunk reads (≥ POOLED_MIN) are read ahead: the next `readAhead` chunks of the same size
  * are already being read while the caller works on this one, so the thread pool's reads overlap
  * the caller's writes instead of alternating with them, never past the `until` the caller gives (the
- * end of its stream). A read elsewhere drops them (at most `readAhead` chunks read for nothing,
- * once per jump).
+ * end of its stream). Up to MAX_STREAMS readers walking different ranges at once (two ZIP
+ * members inflated side by side) each keep their own chunks ahead; a read that continues none of
+ * them starts a new stream, and the least recently read one is dropped (at most `readAhead` chunks
+ * read for nothing per dropped stream).
  */
 export class FileSource implements ByteSource {
   bytesRead = 0;
   /** Bytes read ahead that no read asked for (dropped at a jump or at close). */
   bytesDropped = 0;
   private closed = false;
-  private ahead: Ahead[] = [];
+  /** Least recently read first. */
+  private streams: Stream[] = [];
   /** Chunks read ahead of a sequential reader; 0 turns read-ahead off. */
   readAhead = DEFAULT_READ_AHEAD;
 
@@ -64,24 +70,29 @@ export class FileSource implements ByteSource {
       throw new TensorportError('IoError', `cannot read ${length} bytes of ${this.name} at once (at most ${MAX_READ}); stream them in chunks`, { path: this.name, offset });
     }
     let data: Promise<Uint8Array>;
-    const hit = this.ahead.findIndex((a) => a.offset === offset && a.length === length);
-    if (hit === 0) {
-      data = this.ahead.shift()!.data;
+    let stream = this.streams.find((a) => a[0]?.offset === offset && a[0].length === length);
+    if (stream) {
+      data = stream.shift()!.data;
+      this.streams.splice(this.streams.indexOf(stream), 1);
     } else {
-      this.dropAhead();
       data = this.readNow(offset, length);
+      stream = [];
     }
     if (length >= POOLED_MIN && this.readAhead > 0) {
       const stop = Math.min(until, this.size);
-      let next = this.ahead.length ? this.ahead[this.ahead.length - 1]!.offset + length : offset + length;
-      while (this.ahead.length < this.readAhead && next < stop) {
+      let next = stream.length ? stream[stream.length - 1]!.offset + length : offset + length;
+      while (stream.length < this.readAhead && next < stop) {
         const n = Math.min(length, stop - next);
         const p = this.readNow(next, n);
         // Not unhandled while nobody awaits it yet: a failed read-ahead fails the read that asks for it.
         p.catch(() => {});
-        this.ahead.push({ offset: next, length: n, data: p });
+        stream.push({ offset: next, length: n, data: p });
         next += n;
       }
+    }
+    if (stream.length) {
+      this.streams.push(stream);
+      if (this.streams.length > MAX_STREAMS) this.drop(this.streams.shift()!);
     }
     const buf = await data;
     this.bytesRead += length;
@@ -89,12 +100,11 @@ export class FileSource implements ByteSource {
   }
 
   /** Read-ahead chunks nobody will ask for: their buffers go back once their reads end. */
-  private dropAhead(): void {
-    for (const a of this.ahead) {
+  private drop(stream: Stream): void {
+    for (const a of stream) {
       this.bytesDropped += a.length;
       a.data.then(giveBack, () => {});
     }
-    this.ahead = [];
   }
 
   private async readNow(offset: number, length: number): Promise<Uint8Array> {
@@ -150,8 +160,9 @@ export class FileSource implements ByteSource {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const pending = this.ahead.map((a) => a.data.catch(() => {}));
-    this.dropAhead();
+    const pending = this.streams.flat().map((a) => a.data.catch(() => {}));
+    for (const stream of this.streams) this.drop(stream);
+    this.streams = [];
     // A read still in flight on a closed descriptor could read another file opened under its number.
     await Promise.all(pending);
     await this.fh.close();
@@ -163,6 +174,13 @@ export class FileSource implements ByteSource {
  * already overlap; more adds memory, not speed, on 2 cores).
  */
 const DEFAULT_READ_AHEAD = 2;
+
+/**
+ * Sequential readers followed at once: writers stream at most two tensors concurrently
+ * (tensor-chunks.ts), each may read through a wrapper (a ZIP member's compressed bytes, its
+ * header apart); four leaves room without letting a random reader pin many chunks.
+ */
+const MAX_STREAMS = 4;
 
 /** The largest single Buffer (4 GiB on Node 20 x64). */
 const MAX_READ = kMaxLength;

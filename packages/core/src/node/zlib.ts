@@ -13,6 +13,7 @@ const OUT_CHUNK = 256 * 1024;
 
 export const nodeZlibCodec: DeflateCodec = {
   name: 'node:zlib',
+  offThread: true,
   inflateRaw: (compressed) => pump(createInflateRaw({ chunkSize: OUT_CHUNK }), compressed),
   deflateRaw: (data, level = 6) => pump(createDeflateRaw({ level, chunkSize: OUT_CHUNK }), data),
   crc32: (data, crc) => zlibCrc32(data, crc),

@@ -2,7 +2,7 @@ import { byteLength as expectedByteLength, isDType, type DType } from '../dtype.
 import { TensorportError } from '../errors.ts';
 import { writeChunk, type ByteSink } from '../io/sink.ts';
 import type { TensorDescriptor } from '../tensor.ts';
-import { exactChunks } from '../tensor-chunks.ts';
+import { tensorsInOrder } from '../tensor-chunks.ts';
 import { writeOrder } from './order.ts';
 import { verbatimSource } from './verbatim.ts';
 
@@ -119,9 +119,8 @@ export async function streamSafetensors(
   let done = plan.header.byteLength;
   await sink.write(plan.header);
   opts.onProgress?.(done, total);
-  for (const i of plan.order) {
-    const t = tensors[i]!;
-    for await (const chunk of exactChunks(t, opts.chunkSize)) {
+  for await (const [, chunks] of tensorsInOrder(plan.order.map((i) => tensors[i]!), opts.chunkSize)) {
+    for await (const chunk of chunks) {
       if (chunk.byteLength === 0) continue;
       await writeChunk(sink, chunk);
       done += chunk.byteLength;

@@ -10,6 +10,8 @@ import { crc32 } from './crc32.ts';
  */
 export interface DeflateCodec {
   readonly name: string;
+  /** True when inflating runs outside the JavaScript thread (node:zlib on libuv's thread pool). */
+  readonly offThread?: boolean;
   inflateRaw(compressed: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array>;
   /** `level` follows zlib (0–9); numpy's zipfile uses 6. */
   deflateRaw(data: AsyncIterable<Uint8Array>, level?: number): AsyncIterable<Uint8Array>;

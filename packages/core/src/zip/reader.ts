@@ -115,6 +115,11 @@ export class ZipArchive {
     return out.subarray(0, n);
   }
 
+  /** True when streaming `entry` is mostly work off the JS thread: a deflated member and a codec that inflates on a thread pool. */
+  offThread(entry: ZipEntry): boolean {
+    return !entry.stored && this.codec?.offThread === true;
+  }
+
   private raw(entry: ZipEntry, chunkSize?: number, splitAt = 0): AsyncIterable<Uint8Array> {
     if (entry.stored) {
       const head = Math.min(Math.max(splitAt, 0), entry.compressedSize);

@@ -1,4 +1,4 @@
-import { exactChunks, TensorportError, ZipWriter, type ByteSink, type DeflateCodec, type TensorDescriptor } from '@tensorport/core';
+import { tensorsInOrder, TensorportError, ZipWriter, type ByteSink, type DeflateCodec, type TensorDescriptor } from '@tensorport/core';
 import { dtypeInfo, torchDtypeFor, type TorchDtype } from './dtypes.ts';
 import { PickleWriter } from './pickle-writer.ts';
 
@@ -88,7 +88,8 @@ async function write(
   };
   await member('data.pkl', once(statePickle(entries)));
   await member('byteorder', once(new TextEncoder().encode('little')));
-  for (const p of planned) await member(`data/${p.key}`, exactChunks(input.tensors[p.key]!));
+  let i = 0;
+  for await (const [, chunks] of tensorsInOrder(planned.map((p) => input.tensors[p.key]!))) await member(`data/${planned[i++]!.key}`, chunks);
   await member('version', once(new TextEncoder().encode('3\n')));
   await zip.finish();
   return { tensors: entries.map(([n]) => n), aliases, droppedMetadata };
