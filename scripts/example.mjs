@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 
-const cli = 'packages/cli/dist/cli.js';
+const cli = 'packages/cli/bin/tensorport.cjs';
 const input = 'fixtures/safetensors/transformer_shard.safetensors';
 const out = 'tmp/example';
 mkdirSync(out, { recursive: true });

@@ -29,6 +29,15 @@ const PNPM = ['npx', ['--yes', 'pnpm@12.4.2']];
 const TRIGGERS = String.raw`{
   'tensorport': (m) => m.inspect(m.memoryContext(new m.MemoryFolder([['x.safetensors', new Uint8Array(3)]]), 'x.safetensors')),
   'tensorport/node': (m, core, ctx) => m.inspectPath(ctx.missing),
+  // main() never throws: its --json failure object is turned back into the error it reports.
+  'tensorport/cli': async (m, core, ctx) => {
+    let out = '';
+    const code = await m.main(['inspect', ctx.missing, '--json'], { stdout: { write: (t) => (out += t) }, stderr: { write() {} } });
+    const e = JSON.parse(out).error;
+    if (code === 1 && e) throw new core.TensorportError(e.code, e.message);
+  },
+  '@tensorport/lib': (m) => m.inspect(m.memoryContext(new m.MemoryFolder([['x.safetensors', new Uint8Array(3)]]), 'x.safetensors')),
+  '@tensorport/lib/node': (m, core, ctx) => m.inspectPath(ctx.missing),
   '@tensorport/core': (m) => m.openSafetensors(new m.BytesSource(new Uint8Array(3))),
   '@tensorport/core/node': (m, core, ctx) => m.FileSource.open(ctx.missing),
   '@tensorport/npz': (m, core) => m.openNpy(new core.BytesSource(new Uint8Array(16))),
@@ -36,14 +45,13 @@ const TRIGGERS = String.raw`{
   '@tensorport/torch-zip/node': (m, core, ctx) => m.openTorchCheckpointFile(ctx.missing),
   '@tensorport/mlx': (m) => m.checkAffineParams(7, 64),
   '@tensorport/gguf': (m, core) => m.openGguf(new core.BytesSource(new Uint8Array(64))),
-  '@tensorport/cli': (m, core, ctx) => m.inspect(ctx.missing),
 }`;
 
 /**
  * Entry points that are not libraries, so not made to throw: the inspector's static server, and the
  * command line itself (importing it runs the CLI; the tensorport bin does exactly that).
  */
-const NOT_LIBRARIES = new Set(['@tensorport/web/server', '@tensorport/cli/cli']);
+const NOT_LIBRARIES = new Set(['@tensorport/web/server']);
 
 // Runs in the install directory (CommonJS, so the ESM and the CJS runner share it). Prints one JSON
 // line: a result per entry point. `load` is import() or require().
@@ -276,11 +284,10 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     }
 
     // The CLI, as a user runs it.
-    // Exactly one package provides the bin (two would fight over node_modules/.bin/tensorport):
-    // the tensorport package once it exists, @tensorport/cli before.
+    // Exactly one package provides the bin (two would fight over node_modules/.bin/tensorport): tensorport.
     const binOwners = [...packedByName].filter(([, { pkg }]) => typeof pkg.bin === 'object' && pkg.bin?.tensorport).map(([name]) => name);
     const binOwner = binOwners[0] ?? '';
-    const wanted = packedByName.has('tensorport') ? 'tensorport' : '@tensorport/cli';
+    const wanted = 'tensorport';
     check('cli', `the tensorport bin comes from ${wanted} alone`, binOwners.length === 1 && binOwner === wanted, `bin from ${binOwners.join(', ') || 'no package'}`);
     const npx = (...args) => run('npx', ['--no-install', 'tensorport', ...args], { cwd: app });
     const help = await npx('--help');
@@ -289,7 +296,7 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     const conv = await npx('convert', 'model.pt', 'model.safetensors');
     check('cli', 'npx tensorport convert model.pt model.safetensors', conv.status === 0, conv.status === 0 ? conv.stdout.trim().split('\n')[0] : tail(conv));
     // The workspace build of the command, given the same input, must write the same bytes.
-    const wsBin = join(ROOT, 'packages/cli/dist/cli.js');
+    const wsBin = join(ROOT, 'packages/cli/bin/tensorport.cjs');
     const ref = join(work, 'reference.safetensors');
     const wsConv = await run('node', [wsBin, 'convert', TORCH_FIXTURE, ref], { cwd: work });
     const [a, b] = await Promise.all([readFile(join(app, 'model.safetensors')).catch(() => null), readFile(ref).catch(() => null)]);

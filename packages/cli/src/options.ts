@@ -1,7 +1,6 @@
 /** Option parsers shared by the commands: every flag means the same thing wherever it appears. */
 import { InvalidArgumentError } from 'commander';
-import { dtypeFromName, TensorportError, type CastTarget, type DType } from '@tensorport/core';
-import { defaultRegistry, GGUF_WRITE_TYPES, type ReadOptions } from 'tensorport';
+import { defaultRegistry, dtypeFromName, GGUF_WRITE_TYPES, TensorportError, type CastTarget, type DType, type ReadOptions } from '@tensorport/lib';
 import { isBitsUnit, isFractionalBytes, parseSize } from './size.ts';
 
 const DTYPE_CHOICES = ['f16', 'bf16', 'f32'];

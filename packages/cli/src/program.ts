@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { TensorportError } from '@tensorport/core';
+import { TensorportError } from '@tensorport/lib';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CommandContext } from './commands/context.ts';
 import { registerConvert } from './commands/convert.ts';
 import { registerDequantize } from './commands/dequantize.ts';

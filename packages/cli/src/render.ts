@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
-import type { InspectReport } from 'tensorport';
-import { renderQuantization } from './mlx/inspect.ts';
+import type { InspectReport } from '@tensorport/lib';
+import { renderQuantization } from './quantization-table.ts';
 import { describeFinding, escapeTerminal as esc } from './report.ts';
 import { formatBytes, formatCount } from './size.ts';
 import { table } from './table.ts';

@@ -1,5 +1,5 @@
 import { isAbsolute, relative } from 'node:path';
-import { TensorportError, type Finding } from '@tensorport/core';
+import { TensorportError, type Finding } from '@tensorport/lib';
 
 /**
  * What a terminal would act on instead of showing: C0 controls (ESC starts colour/OSC/cursor

@@ -1,6 +1,5 @@
-import { allowedGlobals } from '@tensorport/torch-zip';
-import type { TreeEntry } from './scan-tree.ts';
-import { relativeUri } from './scan-tree.ts';
+import { relative, sep } from 'node:path';
+import { allowedGlobals, type TreeEntry } from '@tensorport/lib/node';
 
 /**
  * `tensorport scan --format sarif`: SARIF 2.1.0 (OASIS) for code-scanning dashboards. One result
@@ -76,4 +75,10 @@ export function toSarif(root: string, entries: readonly TreeEntry[], version: st
 function pathToFileUri(p: string): string {
   const abs = p.startsWith('/') ? p : `${process.cwd()}/${p}`;
   return `file://${abs.split('/').map(encodeURIComponent).join('/')}${abs.endsWith('/') ? '' : '/'}`;
+}
+
+/** A path inside the scanned directory, with `/` separators: what SARIF's artifact URI holds. */
+export function relativeUri(root: string, path: string): string {
+  const rel = relative(root, path) || path;
+  return rel.split(sep).map(encodeURIComponent).join('/');
 }

@@ -1,6 +1,4 @@
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
-import { TensorportError } from '@tensorport/core';
+import { TensorportError } from '@tensorport/lib';
 
 export interface ServeOptions {
   port: number;
@@ -14,12 +12,8 @@ export interface ServeOptions {
  * returns its URL and a `close`. Loaded only by `tensorport serve`, so other commands never load it.
  */
 export async function startServer(options: ServeOptions): Promise<{ url: string; close(): Promise<void> }> {
-  const { serveStatic, WEB_DIST } = await import('@tensorport/web/server');
-  const built = await stat(join(WEB_DIST, 'index.html')).then(
-    (s) => s.isFile(),
-    () => false,
-  );
-  if (!built) throw new TensorportError('IoError', `the inspector page is not built (${WEB_DIST} has no index.html); run npm run build`, { path: WEB_DIST });
+  const { pageBuilt, serveStatic, WEB_DIST } = await import('@tensorport/web/server');
+  if (!(await pageBuilt(WEB_DIST))) throw new TensorportError('IoError', `the inspector page is not built (${WEB_DIST} has no index.html); run npm run build`, { path: WEB_DIST });
   try {
     return await serveStatic(WEB_DIST, { port: options.port, host: options.host, allowHosts: options.allowHosts ?? [] });
   } catch (e) {

@@ -2,8 +2,9 @@ import { copyFile, mkdir, readFile, stat, truncate, writeFile } from 'node:fs/pr
 import { join } from 'node:path';
 import { TensorportError } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
-import { FORMATS, convert, createRegistry, inspect, main, validate, type AnyFormat } from '../src/index.ts';
-import { pathContext } from 'tensorport/node';
+import { FORMATS, convertPath as convert, createRegistry, inspectPath as inspect, validatePath as validate, type AnyFormat } from '../src/node.ts';
+import { main } from '../src/cli.ts';
+import { pathContext } from '@tensorport/lib/node';
 import { FIXTURES, listDir, manifest, tempDir } from './helpers.ts';
 
 const transformer = join(FIXTURES, 'transformer_shard.safetensors');

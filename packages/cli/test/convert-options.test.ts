@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { FORMATS, convert, createRegistry, type AnyFormat } from '../src/index.ts';
+import { FORMATS, convertPath as convert, createRegistry, type AnyFormat } from '../src/node.ts';
 import { FIXTURES, fileSha256, listDir, tempDir, tensorDigests } from './helpers.ts';
 import { runInProcess as run } from './in-process.ts';
 

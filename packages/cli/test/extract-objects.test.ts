@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from '../src/index.ts';
+import { main } from '../src/cli.ts';
 import { REPO } from './helpers.ts';
 
 async function run(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

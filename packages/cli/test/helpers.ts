@@ -10,8 +10,8 @@ import { afterAll } from 'vitest';
 const here = dirname(fileURLToPath(import.meta.url));
 export const REPO = resolve(here, '../../..');
 export const FIXTURES = join(REPO, 'fixtures/safetensors');
-/** The built CLI: turbo's `test` task depends on `build`. */
-export const CLI = resolve(here, '../dist/cli.js');
+/** The bin (it runs the built CLI: turbo's `test` task depends on `build`). */
+export const CLI = resolve(here, '../bin/tensorport.cjs');
 
 export interface Run {
   code: number;
@@ -19,7 +19,7 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs `node dist/cli.js ...args` with stdout/stderr piped (so never a TTY). */
+/** Runs `node bin/tensorport.cjs ...args` with stdout/stderr piped (so never a TTY). */
 export function tensorport(...args: string[]): Promise<Run> {
   return new Promise((done) => {
     execFile(process.execPath, [CLI, ...args], { cwd: REPO, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {

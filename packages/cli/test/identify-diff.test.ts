@@ -160,7 +160,7 @@ describe('convert --verify', () => {
   });
 
   it('an output that reads back with other values is a VerifyMismatch naming the tensor', async () => {
-    const { verifyContent } = await import('tensorport');
+    const { verifyContent } = await import('@tensorport/lib');
     const { BytesSource } = await import('@tensorport/core');
     const tensor = (bytes: number[]) => {
       const data = new Uint8Array(bytes);

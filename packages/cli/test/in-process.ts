@@ -1,4 +1,4 @@
-import { main } from '../src/index.ts';
+import { main } from '../src/cli.ts';
 import type { Run } from './helpers.ts';
 
 /** The command line in this process: no build needed, stderr never a TTY, no signal handling. */

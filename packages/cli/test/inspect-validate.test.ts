@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { inspect, validate } from '../src/index.ts';
+import { inspectPath as inspect, validatePath as validate } from '../src/node.ts';
 import { CLI, FIXTURES, REPO, manifest, safetensorsFile, tempDir, tensorport } from './helpers.ts';
 
 /** tensorport's code → the reference crate's error variant (serde errors are one variant there). */

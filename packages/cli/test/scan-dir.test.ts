@@ -2,7 +2,7 @@ import { copyFile, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main } from '../src/index.ts';
+import { main } from '../src/cli.ts';
 import { SARIF_RULES } from '../src/sarif.ts';
 import { REPO } from './helpers.ts';
 

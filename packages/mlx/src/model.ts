@@ -65,6 +65,8 @@ export function formatMlxIndex(plans: readonly MlxShardPlan[], totalParams: numb
 
 export interface WriteMlxModelOptions extends WriteOptions {
   maxShardBytes?: number;
+  /** Shards written at the same time (default 1); the bytes do not depend on it. */
+  jobs?: number;
   /** Files written unchanged beside the model (tokenizer, chat template) and committed with it. */
   extraFiles?: ReadonlyArray<{ readonly name: string; readonly bytes: Uint8Array }>;
 }
@@ -88,14 +90,21 @@ export async function writeMlxModel(
   const headers = plans.map((p) => planSafetensors(p.tensors, result.metadata).header.byteLength);
   const total = plans.reduce((n, p, i) => n + headers[i]! + p.dataLength, 0) + extra.reduce((n, [, t]) => n + t.byteLength, 0);
   const chunkOpts = options.chunkSize === undefined ? {} : { chunkSize: options.chunkSize };
+  // Shards may be written concurrently (jobs): progress is the sum of each file's bytes so far.
+  const done = plans.map(() => 0);
   let bytes = 0;
   const files = [
-    ...plans.map((plan) => ({
+    ...plans.map((plan, k) => ({
       name: plan.fileName,
       async write(sink: ByteSink): Promise<void> {
-        const done = bytes;
-        const written = await streamSafetensors(plan.tensors, result.metadata, sink, { ...chunkOpts, onProgress: (n) => options.onProgress?.(done + n, total) });
-        bytes += written.bytes;
+        await streamSafetensors(plan.tensors, result.metadata, sink, {
+          ...chunkOpts,
+          onProgress: (n) => {
+            bytes += n - done[k]!;
+            done[k] = n;
+            options.onProgress?.(bytes, total);
+          },
+        });
       },
     })),
     ...extra.map(([name, text]) => ({
@@ -107,6 +116,6 @@ export async function writeMlxModel(
       },
     })),
   ];
-  await writeAllOrNothing(files, openSink);
-  return { files: [...plans.map((p) => p.fileName), ...extra.map(([n]) => n)], bytes };
+  await writeAllOrNothing(files, openSink, options.jobs);
+  return { files: [...plans.map((p) => p.fileName), ...extra.map(([n]) => n)], bytes: total };
 }

@@ -2,6 +2,8 @@ import type { Server } from 'node:http';
 
 /** The built page (`vite build` output) of @tensorport/web. */
 export declare const WEB_DIST: string;
+/** True when `dir` (default WEB_DIST) holds a built page (its index.html). */
+export declare function pageBuilt(dir?: string): Promise<boolean>;
 /** The Content-Security-Policy the page carries as a meta tag and the server sends as a header. */
 export declare const CONTENT_SECURITY_POLICY: string;
 

@@ -12,6 +12,18 @@ import { fileURLToPath } from 'node:url';
 /** The built page (`vite build` output) of this package. */
 export const WEB_DIST = fileURLToPath(new URL('../dist/', import.meta.url));
 
+/**
+ * True when `dir` holds a built page (its index.html), so a server is not started over nothing.
+ * @param {string} [dir]
+ * @returns {Promise<boolean>}
+ */
+export async function pageBuilt(dir = WEB_DIST) {
+  return stat(join(dir, 'index.html')).then(
+    (s) => s.isFile(),
+    () => false,
+  );
+}
+
 /** Same policy as the page's meta tag: own scripts, styles and worker only; no connections at all. */
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",

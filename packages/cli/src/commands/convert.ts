@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
-import type { CastTarget } from '@tensorport/core';
-import { convertPath } from 'tensorport/node';
+import type { CastTarget } from '@tensorport/lib';
+import { convertPath } from '@tensorport/lib/node';
 import { interruptible } from '../interrupt.ts';
 import { OUTPUT_FORMAT_NAMES, parseDtype, parseGgufType, parseJobs, parseMetadataPair, parseOutputFormat, parseSizeOption, readOptions, type ReadFlags } from '../options.ts';
 import { progressFor } from '../progress.ts';

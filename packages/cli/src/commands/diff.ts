@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
-import type { DiffOptions, TensorChange } from '@tensorport/core';
-import type { DiffReport } from 'tensorport';
-import { diffPaths } from 'tensorport/node';
+import type { DiffOptions, TensorChange } from '@tensorport/lib';
+import type { DiffReport } from '@tensorport/lib';
+import { diffPaths } from '@tensorport/lib/node';
 import { describeFinding, escapeTerminal } from '../report.ts';
 import { formatBytes } from '../size.ts';
 import { progressFor } from '../progress.ts';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { inspectPath } from 'tensorport/node';
+import { inspectPath } from '@tensorport/lib/node';
 import { readOptions } from '../options.ts';
 import { renderInspect } from '../render.ts';
 import type { CommandContext } from './context.ts';

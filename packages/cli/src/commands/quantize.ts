@@ -1,24 +1,24 @@
 import { Option, type Command } from 'commander';
-import { quantize } from '../mlx/commands.ts';
-import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseQuantizeGroupSize, parseRounding, printWritten, runWrite, summarizeLayers } from './mlx-common.ts';
+import { MIXED_RECIPES } from '@tensorport/lib';
+import { quantizePath } from '@tensorport/lib/node';
+import { outputFlags, outputOptions, withOptions, type OutputFlags, parseBits, parseQuantizeGroupSize, parseRounding, printWritten, runWrite, summarizeLayers } from './mlx-common.ts';
 import type { CommandContext } from './context.ts';
 
 export function registerQuantize(program: Command, ctx: CommandContext): void {
-  program
-    .command('quantize')
-    .description('Quantize a checkpoint as mlx-lm does (Linear/Embedding weights to U32 codes + scales [+ biases]), then validate it')
-    .argument('<input>', 'a safetensors file, a model directory (config.json + model.safetensors or shards + index), or an MLX .npz')
-    .argument('<output>', "a directory (existing, or ending with '/') that receives an MLX model directory, or a file in any format convert writes (.safetensors, .npz, .pt)")
-    .addOption(new Option('--bits <n>', 'bits per weight: 2, 3, 4, 5, 6 or 8 (default: 4; mxfp8 8)').argParser(parseBits))
-    .addOption(new Option('--group-size <n>', 'weights per scale: 32, 64 or 128 for affine (default 64); mxfp4/mxfp8 32, nvfp4 16').argParser(parseQuantizeGroupSize))
-    .addOption(new Option('--mode <mode>', 'affine, mxfp4, mxfp8 or nvfp4').default('affine'))
-    .addOption(new Option('--recipe <name>', "one of mlx-lm's mixed-precision recipes (affine): layer bits as mlx_lm.convert --quant-predicate chooses them").choices(['mixed_2_6', 'mixed_3_4', 'mixed_3_6', 'mixed_4_6']))
-    .option('--bits-for <rule>', "per-layer override 'regex=bits', 'regex=bits/group_size' or 'regex=float' (repeatable; the first match decides, over --recipe)", (v: string, all: string[]) => [...all, v], [] as string[])
-    .addOption(new Option('--rounding <kernel>', "whose rounding to reproduce bit for bit: gpu (MLX's Metal kernel) or cpu").argParser(parseRounding).default('gpu'))
-    .addOption(forceOption())
-    .addOption(noFsyncOption())
-    .addOption(verifyOption())
-    .addOption(toOption())
+  withOptions(
+    program
+      .command('quantize')
+      .description('Quantize a checkpoint as mlx-lm does (Linear/Embedding weights to U32 codes + scales [+ biases]), then validate it')
+      .argument('<input>', 'a safetensors file, a model directory (config.json + model.safetensors or shards + index), or an MLX .npz')
+      .argument('<output>', "a directory (existing, or ending with '/') that receives an MLX model directory, or a file in any format convert writes (.safetensors, .npz, .pt)")
+      .addOption(new Option('--bits <n>', 'bits per weight: 2, 3, 4, 5, 6 or 8 (default: 4; mxfp8 8)').argParser(parseBits))
+      .addOption(new Option('--group-size <n>', 'weights per scale: 32, 64 or 128 for affine (default 64); mxfp4/mxfp8 32, nvfp4 16').argParser(parseQuantizeGroupSize))
+      .addOption(new Option('--mode <mode>', 'affine, mxfp4, mxfp8 or nvfp4').default('affine'))
+      .addOption(new Option('--recipe <name>', "one of mlx-lm's mixed-precision recipes (affine): layer bits as mlx_lm.convert --quant-predicate chooses them").choices(MIXED_RECIPES))
+      .option('--bits-for <rule>', "per-layer override 'regex=bits', 'regex=bits/group_size' or 'regex=float' (repeatable; the first match decides, over --recipe)", (v: string, all: string[]) => [...all, v], [] as string[])
+      .addOption(new Option('--rounding <kernel>', "whose rounding to reproduce bit for bit: gpu (MLX's Metal kernel) or cpu").argParser(parseRounding).default('gpu')),
+    outputOptions(),
+  )
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
@@ -40,7 +40,7 @@ as mlx-lm writes them, so they need a directory output.`,
     )
     .action(async (input: string, output: string, opts: { bits?: number; groupSize?: number; mode: string; recipe?: string; bitsFor: string[]; rounding: 'gpu' | 'cpu'; json?: boolean } & OutputFlags) => {
       const r = await runWrite(ctx, opts.json, 'quantizing', output, (progress) =>
-        quantize({ input, output, ...(opts.bits === undefined ? {} : { bits: opts.bits }), ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }), mode: opts.mode, ...(opts.recipe ? { recipe: opts.recipe } : {}), bitsFor: opts.bitsFor, rounding: opts.rounding, ...outputFlags(opts), ...progress }),
+        quantizePath({ input, output, ...(opts.bits === undefined ? {} : { bits: opts.bits }), ...(opts.groupSize === undefined ? {} : { groupSize: opts.groupSize }), mode: opts.mode, ...(opts.recipe ? { recipe: opts.recipe } : {}), bitsFor: opts.bitsFor, rounding: opts.rounding, ...outputFlags(opts), ...progress }),
       );
       if (opts.json) {
         ctx.out(`${JSON.stringify(r, null, 2)}\n`);

@@ -1,23 +1,22 @@
 import { Option, type Command } from 'commander';
-import { repack } from '../mlx/commands.ts';
+import { repackPath } from '@tensorport/lib/node';
 import { table } from '../table.ts';
 import { escapeTerminal, plural } from '../report.ts';
-import { forceOption, noFsyncOption, outputFlags, toOption, verifyOption, type OutputFlags, parseBits, parseGroupSize, parseRounding, printWritten, runWrite } from './mlx-common.ts';
+import { outputFlags, outputOptions, withOptions, type OutputFlags, parseBits, parseGroupSize, parseRounding, printWritten, runWrite } from './mlx-common.ts';
 import type { CommandContext } from './context.ts';
 
 export function registerRepack(program: Command, ctx: CommandContext): void {
-  program
-    .command('repack')
-    .description('Change the bits and group size of an MLX affine-quantized checkpoint; reports the error of every lossy layer')
-    .argument('<input>', 'an MLX model directory, a safetensors file (its config.json is read when beside it) or an MLX .npz')
-    .argument('<output>', "a directory (existing, or ending with '/') that receives a model directory, or a file in any format convert writes (.safetensors, .npz, .pt)")
-    .addOption(new Option('--bits <n>', 'new bits: 2, 3, 4, 5, 6 or 8').argParser(parseBits).makeOptionMandatory())
-    .addOption(new Option('--group-size <n>', 'new group size: 32, 64 or 128').argParser(parseGroupSize).makeOptionMandatory())
-    .addOption(new Option('--rounding <kernel>', 'rounding of re-quantized layers: gpu or cpu').argParser(parseRounding).default('gpu'))
-    .addOption(forceOption())
-    .addOption(noFsyncOption())
-    .addOption(verifyOption())
-    .addOption(toOption())
+  withOptions(
+    program
+      .command('repack')
+      .description('Change the bits and group size of an MLX affine-quantized checkpoint; reports the error of every lossy layer')
+      .argument('<input>', 'an MLX model directory, a safetensors file (its config.json is read when beside it) or an MLX .npz')
+      .argument('<output>', "a directory (existing, or ending with '/') that receives a model directory, or a file in any format convert writes (.safetensors, .npz, .pt)")
+      .addOption(new Option('--bits <n>', 'new bits: 2, 3, 4, 5, 6 or 8').argParser(parseBits).makeOptionMandatory())
+      .addOption(new Option('--group-size <n>', 'new group size: 32, 64 or 128').argParser(parseGroupSize).makeOptionMandatory())
+      .addOption(new Option('--rounding <kernel>', 'rounding of re-quantized layers: gpu or cpu').argParser(parseRounding).default('gpu')),
+    outputOptions(),
+  )
     .option('--json', 'print the result and the per-layer report as JSON')
     .addHelpText(
       'after',
@@ -32,7 +31,7 @@ Examples:
     )
     .action(async (input: string, output: string, opts: { bits: number; groupSize: number; rounding: 'gpu' | 'cpu'; json?: boolean } & OutputFlags) => {
       const r = await runWrite(ctx, opts.json, 'repacking', output, (progress) =>
-        repack({ input, output, bits: opts.bits, groupSize: opts.groupSize, rounding: opts.rounding, ...outputFlags(opts), ...progress }),
+        repackPath({ input, output, bits: opts.bits, groupSize: opts.groupSize, rounding: opts.rounding, ...outputFlags(opts), ...progress }),
       );
       if (opts.json) {
         ctx.out(`${JSON.stringify(r, null, 2)}\n`);

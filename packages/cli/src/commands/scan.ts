@@ -1,10 +1,8 @@
-import { stat } from 'node:fs/promises';
 import { Option, type Command } from 'commander';
-import { TensorportError } from '@tensorport/core';
-import { scanPath, type ScanResult } from 'tensorport/node';
+import { TensorportError, type ScanResult } from '@tensorport/lib';
+import { isDirectoryPath, scanFileAsTree, scanPath, scanTree, type TreeScan } from '@tensorport/lib/node';
 import { describeFinding, escapeTerminal, failureObject } from '../report.ts';
 import { toSarif } from '../sarif.ts';
-import { scanTree, type TreeScan } from '../scan-tree.ts';
 import type { CommandContext } from './context.ts';
 
 /** scan's exit codes (docs/cli.md): as picklescan and modelscan, 1 means something unsafe was found. */
@@ -44,9 +42,9 @@ Examples:
     )
     .action(async (file: string, opts: { json?: boolean; format: 'text' | 'json' | 'sarif' }) => {
       const format = opts.json ? 'json' : opts.format;
-      const isDir = (await stat(file).catch(() => null))?.isDirectory() === true;
+      const isDir = await isDirectoryPath(file);
       if (isDir || format === 'sarif') {
-        const tree = isDir ? await scanTree(file) : await singleTree(file);
+        const tree = isDir ? await scanTree(file) : await scanFileAsTree(file);
         if (tree.summary.unsafe + tree.summary.notAPickle > 0) ctx.exit(EXIT_UNSAFE);
         else if (tree.summary.unreadable > 0) ctx.exit(EXIT_UNREADABLE);
         if (format === 'sarif') ctx.out(`${JSON.stringify(toSarif(isDir ? file : '.', tree.files, ctx.version), null, 2)}\n`);
@@ -94,18 +92,6 @@ function treeLines(io: Pick<CommandContext, 'out'>, tree: TreeScan): void {
   }
   const s = tree.summary;
   io.out(`scanned ${s.files} file${s.files === 1 ? '' : 's'}: ${s.safe} safe, ${s.unsafe} unsafe, ${s.noPickle} without pickles, ${s.notAPickle} not a pickle, ${s.unreadable} could not be read\n`);
-}
-
-/** --format sarif on one file: the same report as for a directory of one. */
-async function singleTree(file: string): Promise<TreeScan> {
-  try {
-    const result = await scanPath(file);
-    const unsafe = result.verdict === 'unsafe' ? 1 : 0;
-    return { root: '.', files: [{ path: file, result }], summary: { files: 1, safe: result.verdict === 'safe' ? 1 : 0, unsafe, noPickle: result.verdict === 'no-pickle' ? 1 : 0, notAPickle: result.verdict === 'not-a-pickle' ? 1 : 0, unreadable: 0 } };
-  } catch (e) {
-    if (!(e instanceof TensorportError)) throw e;
-    return { root: '.', files: [{ path: file, error: { code: e.code, message: e.message } }], summary: { files: 1, safe: 0, unsafe: 0, noPickle: 0, notAPickle: 0, unreadable: 1 } };
-  }
 }
 
 function summaryLine(io: Pick<CommandContext, 'out'>, r: ScanResult, bad: number): void {

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { validatePath } from 'tensorport/node';
+import { validatePath } from '@tensorport/lib/node';
 import { readOptions } from '../options.ts';
 import { describeFinding, escapeTerminal, plural } from '../report.ts';
 import { EXIT_FAILED, type CommandContext } from './context.ts';

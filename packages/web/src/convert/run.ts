@@ -1,6 +1,6 @@
 /// <reference lib="webworker" />
 import { fflateCodec } from '@tensorport/npz';
-import { convert, HandleTarget, isAbort, mlxDequantize, MemoryFolder, memoryContext, TensorportError, validate, type DirectoryHandleLike, type FileHandleLike } from 'tensorport';
+import { convert, HandleTarget, isAbort, mlxDequantize, MemoryFolder, memoryContext, TensorportError, validate, type DirectoryHandleLike, type FileHandleLike } from '@tensorport/lib';
 import { checkpointEntry } from '../inspect/files.ts';
 import { OPFS_DIR, type ConvertRequest, type ConvertResponse, type Converted } from './protocol.ts';
 

@@ -1,7 +1,7 @@
 import { extensionOf, FolderContext, TensorportError, toFinding, type Context, type Finding } from '@tensorport/core';
 import { findQuantizedLayers } from '@tensorport/mlx';
 import { fflateCodec } from '@tensorport/npz';
-import { defaultRegistry } from 'tensorport';
+import { defaultRegistry } from '@tensorport/lib';
 import { checkpointEntry, dropFolder, MAX_CONFIG_BYTES, roleOf, SourcePool } from './files.ts';
 import { reading, readPickle, readWith, type Reading } from './readers.ts';
 import type { QuantRow, Report } from './report.ts';

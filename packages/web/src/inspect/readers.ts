@@ -1,6 +1,6 @@
 import { SafetensorsFile, TensorportError, toFinding, validateSafetensors, type Context, type Finding, type ShardedCheckpoint, type TensorDescriptor } from '@tensorport/core';
 import { allowedGlobals, scanCheckpoint, scanContext, type ScanReport } from '@tensorport/torch-zip';
-import { ggufView, type AnyFormat } from 'tensorport';
+import { ggufView, type AnyFormat } from '@tensorport/lib';
 import type { PickleSection } from './report.ts';
 
 /**

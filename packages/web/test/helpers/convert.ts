@@ -9,7 +9,7 @@ import { REPO_DIR } from './browser.ts';
  * writes through them exactly as through a handle from showSaveFilePicker (a writable stream).
  */
 
-export const CLI = join(REPO_DIR, 'packages/cli/dist/cli.js');
+export const CLI = join(REPO_DIR, 'packages/cli/bin/tensorport.cjs');
 
 export interface PanelChoice {
   to?: 'safetensors' | 'safetensors-sharded' | 'npz' | 'torch';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TensorportError, type TransferStats } from '@tensorport/core';
-import { configureRemote, convertPath, diffPaths, inspectPath, scanPath, validatePath } from 'tensorport/node';
+import { configureRemote, convertPath, diffPaths, inspectPath, scanPath, validatePath } from '@tensorport/lib/node';
 import { requireNginx, startRig, type Rig } from '../../core/test/helpers/nginx.ts';
 
 const FIX = join(import.meta.dirname, '..', '..', '..', 'fixtures');

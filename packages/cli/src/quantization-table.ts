@@ -1,6 +1,6 @@
 /** The MLX part of the `inspect` table (the layers themselves come from @tensorport/mlx's inspectQuantization). */
-import type { MlxLayerInfo } from '@tensorport/mlx';
-import { table } from '../table.ts';
+import type { MlxLayerInfo } from '@tensorport/lib';
+import { table } from './table.ts';
 
 /** The human table, or '' for a checkpoint without quantized layers. */
 export function renderQuantization(quantization: readonly MlxLayerInfo[] | undefined): string {

@@ -1,5 +1,5 @@
 // A page that uses the library and nothing else: a picked (dropped) file converted in memory.
-import { HandleTarget, MemoryFolder, MemoryTarget, TensorportError, convert, memoryContext, type DirectoryHandleLike } from 'tensorport';
+import { HandleTarget, MemoryFolder, MemoryTarget, TensorportError, convert, memoryContext, type DirectoryHandleLike } from '@tensorport/lib';
 
 async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));

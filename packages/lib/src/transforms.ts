@@ -27,13 +27,24 @@ function mlxTransform(build: (checkpoint: Checkpoint, config: Record<string, unk
       tensors: r.tensors,
       metadata: r.metadata,
       layout: {
-        write: (tensors, metadata, target, options) => writeMlxModelLayout({ tensors, metadata, layers: r.layers }, target, options),
+        write: (tensors, metadata, target, options) =>
+          writeMlxModelLayout({ tensors, metadata: withEntries(metadata, options.metadata), layers: r.layers }, target, {
+            ...(options.maxShardSize === undefined ? {} : { maxShardBytes: options.maxShardSize }),
+            ...(options.jobs === undefined ? {} : { jobs: options.jobs }),
+            ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+          }),
         files: r.config ? [{ name: MLX_CONFIG_FILE, bytes: new TextEncoder().encode(formatConfigJson(r.config)) }] : [],
       },
     };
     if (quantized) t.checkOutput = (target) => refuseMixed(r, target);
     return t;
   };
+}
+
+/** `--metadata` entries over the step's own `__metadata__`, as the safetensors writer merges them. */
+function withEntries(metadata: ReadonlyMap<string, string> | null, entries: Readonly<Record<string, string>> | undefined): ReadonlyMap<string, string> | null {
+  if (entries === undefined) return metadata;
+  return new Map([...(metadata ?? []), ...Object.entries(entries)]);
 }
 
 /** Per-layer bits, group sizes or modes live only in config.json: a lone file would be misread later. */

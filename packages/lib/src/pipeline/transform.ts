@@ -1,4 +1,4 @@
-import type { Checkpoint, Context, Finding, OutputTarget, TensorDescriptor, WriteCommon, WriteResult } from '@tensorport/core';
+import type { Checkpoint, Context, Finding, OutputTarget, SafetensorsWriteOptions, TensorDescriptor, WriteCommon, WriteResult } from '@tensorport/core';
 
 /** A small file written beside the tensors (config.json, a tokenizer). */
 export interface SideFile {
@@ -11,7 +11,8 @@ export interface SideFile {
  * names (the mlx-lm model directory: its shard names, an index always, config.json).
  */
 export interface DirectoryLayout {
-  write(tensors: readonly TensorDescriptor[], metadata: ReadonlyMap<string, string> | null, target: OutputTarget, options: WriteCommon): Promise<WriteResult>;
+  /** `options` are the safetensors writer's (shard size, jobs, metadata entries), as for a plain directory output. */
+  write(tensors: readonly TensorDescriptor[], metadata: ReadonlyMap<string, string> | null, target: OutputTarget, options: SafetensorsWriteOptions & WriteCommon): Promise<WriteResult>;
   /** Side files that belong to the layout (its config.json): written with it, never warned about for a file output. */
   files?: readonly SideFile[];
 }

@@ -1,8 +1,7 @@
 #!/usr/bin/env node
-// `npx tensorport`: the command line lives in @tensorport/cli (a peer this package installs with it);
-// this package holds the library it runs on. See docs/architecture.md ("Packages and layers").
-// A CommonJS file that require()s the CJS build of the CLI: an ES module bin import()ing the ESM
-// build starts Node's ESM loader and runs every CJS bundle through it: ~250 ms more per command
+// `npx tensorport`: this package is the command line (and re-exports the library, @tensorport/lib).
+// A CommonJS file that require()s the CJS build of the command: an ES module bin import()ing the
+// ESM build starts Node's ESM loader and runs every CJS bundle through it: ~250 ms more per command
 // (docs/packaging.md, "What the bin loads").
 'use strict';
 // libuv's thread pool starts on first use and reads its size then: a convert keeps two reads ahead,
@@ -10,4 +9,4 @@
 process.env.UV_THREADPOOL_SIZE ??= '8';
 // Node 22.1+ keeps compiled code between runs (a no-op where it does not exist, as on Node 20).
 require('node:module').enableCompileCache?.();
-require('@tensorport/cli/cli');
+require('../dist/bin.cjs');

@@ -1,7 +1,8 @@
 import { readdir, realpath, stat } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { join } from 'node:path';
 import { TensorportError } from '@tensorport/core';
-import { scanPath, type ScanResult } from 'tensorport/node';
+import type { ScanResult } from '../pipeline/scan.ts';
+import { scanPath } from './paths.ts';
 
 /**
  * `tensorport scan <dir>`: every regular file below the directory, each scanned once by content
@@ -79,8 +80,19 @@ export async function scanTree(root: string): Promise<TreeScan> {
   return { root, files, summary };
 }
 
-/** A path inside the scanned directory, with `/` separators: what SARIF's artifact URI holds. */
-export function relativeUri(root: string, path: string): string {
-  const rel = relative(root, path) || path;
-  return rel.split(sep).map(encodeURIComponent).join('/');
+/** One file as a tree of one (what `scan --format sarif` reports for a file): an unreadable file is an entry, not an exception. */
+export async function scanFileAsTree(file: string): Promise<TreeScan> {
+  try {
+    const result = await scanPath(file);
+    const unsafe = result.verdict === 'unsafe' ? 1 : 0;
+    return { root: '.', files: [{ path: file, result }], summary: { files: 1, safe: result.verdict === 'safe' ? 1 : 0, unsafe, noPickle: result.verdict === 'no-pickle' ? 1 : 0, notAPickle: result.verdict === 'not-a-pickle' ? 1 : 0, unreadable: 0 } };
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return { root: '.', files: [{ path: file, error: { code: e.code, message: e.message } }], summary: { files: 1, safe: 0, unsafe: 0, noPickle: 0, notAPickle: 0, unreadable: 1 } };
+  }
+}
+
+/** True when `path` is a directory (after links); false for a file, a URL or a path that does not exist. */
+export async function isDirectoryPath(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => null))?.isDirectory() === true;
 }

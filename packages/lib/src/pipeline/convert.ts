@@ -107,7 +107,7 @@ export async function convert(options: ConvertOptions): Promise<ConvertReport> {
     target = new HeldTarget(options.target, side);
     const common = { ...(options.onProgress ? { onProgress: options.onProgress } : {}) };
     const result = layout
-      ? await layout.write(tensors, loaded.metadata, target, common)
+      ? await layout.write(tensors, loaded.metadata, target, { ...options.write?.safetensors, ...common })
       : await writer.write!(tensors, loaded.metadata, target, {
           // transformers refuses (or crashes on) safetensors without `format` (issue 11 item 13)
           ...(writer.name === 'safetensors' ? { defaultMetadata: DEFAULT_SAFETENSORS_METADATA } : {}),
