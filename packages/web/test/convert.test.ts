@@ -201,6 +201,55 @@ describe.skipIf(SKIP_BROWSER)('Convert panel in headless chromium: the CLI’s b
     expect(out.equals(await readFile(join(work, 'deq.safetensors')))).toBe(true);
   });
 
+  test('an MLX quantized model, dequantized to F32 in the page: the bytes of tensorport dequantize --dtype f32', async () => {
+    const dir = fixture('mlx/tiny-mixed');
+    await open(join(dir, 'model.safetensors.index.json'), join(dir, 'model.safetensors'), join(dir, 'config.json'));
+    expect(await convertInPage(page, { to: 'safetensors', dtype: 'f32' })).toBe('done');
+    expect(await page.textContent('#convert-cli')).toBe('tensorport dequantize model.safetensors.index.json model.safetensors --dtype f32');
+    const out = (await pickedFiles(page)).get('model.safetensors')!;
+    const r = await runCli(['dequantize', dir, join(work, 'deq32.safetensors'), '--dtype', 'f32']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(out.equals(await readFile(join(work, 'deq32.safetensors')))).toBe(true);
+  });
+
+  for (const q of [
+    { mode: 'affine', bits: 4, groupSize: 32, flags: ['--bits', '4', '--group-size', '32'] },
+    { mode: 'mxfp4', flags: ['--mode', 'mxfp4'] },
+  ] as const) {
+    test(`a float checkpoint quantized in the page (${q.mode}, the library's quantizeStep): the bytes of tensorport quantize ${q.flags.join(' ')}`, async () => {
+      const input = fixture('safetensors/transformer_shard.safetensors');
+      await open(input);
+      expect(await convertInPage(page, { to: 'safetensors', quantize: { mode: q.mode, ...('bits' in q ? { bits: q.bits, groupSize: q.groupSize } : {}) } })).toBe('done');
+      expect(await page.getAttribute('#convert-valid', 'data-valid')).toBe('true');
+      expect(await page.textContent('#convert-cli')).toBe(`tensorport quantize transformer_shard.safetensors transformer_shard.safetensors ${q.flags.join(' ')}`);
+      expect(await page.textContent('#convert-result')).toContain('3 MLX layers');
+      const out = (await pickedFiles(page)).get('transformer_shard.safetensors')!;
+      const header = JSON.parse(out.subarray(8, 8 + Number(out.readBigUInt64LE(0))).toString('utf8'));
+      expect(Object.keys(header).filter((n) => header[n].dtype === 'U32').length).toBe(3);
+      const cliOut = join(work, `q-${q.mode}.safetensors`);
+      const r = await runCli(['quantize', input, cliOut, ...q.flags]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(out.equals(await readFile(cliOut))).toBe(true);
+    });
+  }
+
+  test('quantized in the page into a folder: the mlx-lm model directory tensorport quantize writes', async () => {
+    const input = fixture('safetensors/transformer_shard.safetensors');
+    await open(input);
+    expect(await convertInPage(page, { to: 'safetensors-sharded', shardMb: 0.008, quantize: { mode: 'affine', bits: 8, groupSize: 64 } })).toBe('done');
+    const files = await pickedFiles(page);
+    const cliDir = join(work, 'q-dir');
+    const r = await runCli(['quantize', input, `${cliDir}/`, '--bits', '8', '--group-size', '64', '--max-shard-size', '8000']);
+    expect(r.code, r.stderr).toBe(0);
+    const names = (await readdir(cliDir)).sort();
+    expect(names).toContain('model.safetensors.index.json');
+    expect(names).toContain('config.json');
+    expect(names.filter((n) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(n)).length).toBeGreaterThan(1);
+    const picked = new Map([...files].map(([k, v]) => [k.slice(k.indexOf('/') + 1), v]));
+    expect([...picked.keys()].sort()).toEqual(names);
+    for (const n of names) expect(picked.get(n)!.equals(await readFile(join(cliDir, n))), n).toBe(true);
+  });
+
   test('no request left the page during any conversion, and nothing failed in the console', () => {
     expect(requests).toEqual([]);
     expect(errors).toEqual([]);

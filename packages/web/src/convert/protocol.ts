@@ -6,11 +6,13 @@
 /** Output kinds of the panel: one safetensors file, a sharded directory, an .npz, a torch .pt. */
 export type OutputKind = 'safetensors' | 'safetensors-sharded' | 'npz' | 'torch';
 
+/** An MLX step before the write: the library's dequantizeStep or quantizeStep (config.json from the drop). */
+export type MlxChoice = { op: 'dequantize' } | { op: 'quantize'; mode: 'affine' | 'mxfp4' | 'mxfp8' | 'nvfp4'; bits?: number; groupSize?: number };
+
 export interface ConvertChoice {
   to: OutputKind;
   dtype?: 'f16' | 'bf16' | 'f32';
-  /** MLX quantized input: dequantize (the library's mlxDequantize transform, config.json from the drop). */
-  dequantize?: boolean;
+  mlx?: MlxChoice;
   /** Largest shard in tensor bytes (sharded output only). */
   maxShardSize?: number;
 }
@@ -41,6 +43,8 @@ export interface Converted {
   tensors: number;
   bytes: number;
   cast: number;
+  /** With an MLX step: the quantized layers of the output (quantize) or of the input (dequantize). */
+  quantized: number | null;
   warnings: Array<{ code: string; message: string }>;
   /** `tensorport validate` of what was written, re-read from the destination. */
   validation: { format: string | null; valid: boolean; errors: Array<{ code: string; message: string }>; files: string[] };
@@ -71,9 +75,15 @@ function stem(name: string): string {
   return s === '' ? 'model' : s;
 }
 
-/** The command line for the same input and options (output named `out`); with dequantize, the CLI's own command for that step. */
+/** The command line for the same input and options (output named `out`); with an MLX step, the CLI's own command for it. */
 export function cliCommand(input: string, out: string, c: ConvertChoice): string {
-  const parts = ['tensorport', c.dequantize ? 'dequantize' : 'convert', input, c.to === 'safetensors-sharded' ? `${out}/` : out];
+  const parts = ['tensorport', c.mlx?.op ?? 'convert', input, c.to === 'safetensors-sharded' ? `${out}/` : out];
+  if (c.mlx?.op === 'quantize') {
+    if (c.mlx.mode !== 'affine') parts.push('--mode', c.mlx.mode);
+    if (c.mlx.bits !== undefined) parts.push('--bits', String(c.mlx.bits));
+    if (c.mlx.groupSize !== undefined) parts.push('--group-size', String(c.mlx.groupSize));
+  }
+  // quantize has no cast (the page offers none with it); dequantize's --dtype is its output dtype
   if (c.dtype) parts.push('--dtype', c.dtype);
   if (c.to === 'safetensors-sharded' && c.maxShardSize !== undefined) parts.push('--max-shard-size', String(c.maxShardSize));
   return parts.map((p) => (/^[\w./@:-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`)).join(' ');

@@ -1,8 +1,8 @@
 /// <reference lib="webworker" />
 import { fflateCodec } from '@tensorport/npz';
-import { convert, HandleTarget, isAbort, mlxDequantize, MemoryFolder, memoryContext, TensorportError, validate, type DirectoryHandleLike, type FileHandleLike } from '@tensorport/lib';
+import { convert, dequantizeStep, HandleTarget, isAbort, MemoryFolder, memoryContext, quantizeStep, TensorportError, validate, type DirectoryHandleLike, type FileHandleLike, type MlxStep } from '@tensorport/lib';
 import { checkpointEntry } from '../inspect/files.ts';
-import { OPFS_DIR, type ConvertRequest, type ConvertResponse, type Converted } from './protocol.ts';
+import { OPFS_DIR, type ConvertChoice, type ConvertRequest, type ConvertResponse, type Converted } from './protocol.ts';
 
 /** How often progress is posted: the page redraws at most this often, however small the chunks. */
 const PROGRESS_MS = 100;
@@ -41,13 +41,15 @@ export async function runConversion(req: ConvertRequest, post: (m: ConvertRespon
     const target = handle.kind === 'directory' ? HandleTarget.directory(handle as unknown as DirectoryHandleLike, options) : HandleTarget.file(handle as unknown as FileHandleLike, options);
     let last = 0;
     let report;
+    const step = mlxStep(choice);
     try {
       report = await convert({
         input,
         target,
         to: directory ? 'safetensors' : choice.to,
-        ...(choice.dtype ? { dtype: choice.dtype } : {}),
-        ...(choice.dequantize ? { transform: mlxDequantize() } : {}),
+        // dequantize's dtype is its output dtype, as `tensorport dequantize --dtype`
+        ...(choice.dtype && choice.mlx?.op !== 'dequantize' ? { dtype: choice.dtype } : {}),
+        ...(step ? { transform: step.transform } : {}),
         ...(directory && choice.maxShardSize !== undefined ? { write: { safetensors: { maxShardSize: choice.maxShardSize } } } : {}),
         onProgress: (done, total) => {
           const now = performance.now();
@@ -59,6 +61,7 @@ export async function runConversion(req: ConvertRequest, post: (m: ConvertRespon
     } finally {
       await input.close();
     }
+    const mlx = step ? step.report(report) : null;
     const names = report.files.map((f) => (directory ? f.slice(target.name.length + 1) : f));
     const back = await target.reopen(names);
     let validation;
@@ -76,7 +79,8 @@ export async function runConversion(req: ConvertRequest, post: (m: ConvertRespon
       tensors: report.tensors,
       bytes: report.bytes,
       cast: report.cast,
-      warnings: report.warnings.map(({ code, message }) => ({ code, message })),
+      quantized: mlx ? mlx.quantization.length : null,
+      warnings: (mlx ?? report).warnings.map(({ code, message }) => ({ code, message })),
       validation,
       opfsDir: opfs ? OPFS_DIR : null,
       ms: performance.now() - started,
@@ -92,6 +96,13 @@ export async function runConversion(req: ConvertRequest, post: (m: ConvertRespon
   } finally {
     running.delete(id);
   }
+}
+
+/** The library's MLX step for the panel's choice (the same settings `tensorport quantize|dequantize` takes). */
+function mlxStep(c: ConvertChoice): MlxStep | null {
+  if (c.mlx?.op === 'dequantize') return dequantizeStep(c.dtype ? { dtype: c.dtype.toUpperCase() as 'F16' | 'BF16' | 'F32' } : {});
+  if (c.mlx?.op === 'quantize') return quantizeStep({ mode: c.mlx.mode, ...(c.mlx.bits === undefined ? {} : { bits: c.mlx.bits }), ...(c.mlx.groupSize === undefined ? {} : { groupSize: c.mlx.groupSize }) });
+  return null;
 }
 
 async function removeIfEmpty(handle: FileSystemFileHandle): Promise<void> {

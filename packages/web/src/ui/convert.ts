@@ -1,5 +1,5 @@
 import type { Report } from '../inspect/report.ts';
-import { cliCommand, suggestedName, type ConvertChoice, type ConvertRequest, type ConvertResponse, type Converted, type Destination, type OutputKind } from '../convert/protocol.ts';
+import { cliCommand, suggestedName, type ConvertChoice, type MlxChoice, type ConvertRequest, type ConvertResponse, type Converted, type Destination, type OutputKind } from '../convert/protocol.ts';
 import { clear, h } from './dom.ts';
 import { formatBytes, formatMs } from './format.ts';
 
@@ -8,6 +8,14 @@ import { formatBytes, formatMs } from './format.ts';
  * origin-private file system and a download where the browser has no pickers); progress, speed,
  * Cancel; then the validation of what was written. The worker does all reading and writing.
  */
+
+const QUANT_MODES: Array<[string, string]> = [
+  ['', 'no'],
+  ['affine', 'affine'],
+  ['mxfp4', 'mxfp4'],
+  ['mxfp8', 'mxfp8'],
+  ['nvfp4', 'nvfp4'],
+];
 
 type Picker = (options?: { suggestedName?: string; mode?: 'readwrite' }) => Promise<FileSystemFileHandle | FileSystemDirectoryHandle>;
 const pickers = window as unknown as { showSaveFilePicker?: Picker; showDirectoryPicker?: Picker };
@@ -39,23 +47,37 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
   const result = h('div', { id: 'convert-result' });
   const quantized = (report.quantization?.layers.length ?? 0) > 0;
   const dequantize = h('input', { id: 'convert-dequantize', type: 'checkbox', checked: quantized });
+  // A float checkpoint can be quantized as mlx_lm.convert does (the library's quantizeStep).
+  const quantize = h('select', { id: 'convert-quantize' }, ...QUANT_MODES.map(([v, label]) => h('option', { value: v }, label)));
+  const qbits = h('select', { id: 'convert-quant-bits' }, ...[2, 3, 4, 5, 6, 8].map((b) => h('option', { value: String(b), selected: b === 4 }, `${b} bits`)));
+  const qgroup = h('select', { id: 'convert-quant-group' }, ...[32, 64, 128].map((g) => h('option', { value: String(g), selected: g === 64 }, `group ${g}`)));
+  const affineRow = h('span', { id: 'convert-quant-affine', hidden: true }, ' ', qbits, ' ', qgroup);
 
+  const mlx = (): MlxChoice | undefined => {
+    if (quantized) return dequantize.checked ? { op: 'dequantize' } : undefined;
+    if (quantize.value === '') return undefined;
+    const mode = quantize.value as Extract<MlxChoice, { op: 'quantize' }>['mode'];
+    // bits and group size are affine's; the fp modes have their own fixed ones
+    return mode === 'affine' ? { op: 'quantize', mode, bits: Number(qbits.value), groupSize: Number(qgroup.value) } : { op: 'quantize', mode };
+  };
   const choice = (): ConvertChoice => {
     const kind = to.value as OutputKind;
     const c: ConvertChoice = { to: kind };
-    if (dtype.value) c.dtype = dtype.value as ConvertChoice['dtype'] & string;
-    if (quantized && dequantize.checked) c.dequantize = true;
+    const step = mlx();
+    if (step) c.mlx = step;
+    // quantize writes U32 codes and the scales' dtype: no cast beside it
+    if (dtype.value && step?.op !== 'quantize') c.dtype = dtype.value as ConvertChoice['dtype'] & string;
     if (kind === 'safetensors-sharded') c.maxShardSize = Math.round(Number(shard.value) * 1e6);
     return c;
   };
   const refresh = () => {
     shardRow.hidden = to.value !== 'safetensors-sharded';
+    affineRow.hidden = quantize.value !== 'affine';
+    dtype.disabled = mlx()?.op === 'quantize';
     cli.textContent = cliCommand(input, suggestedName(input, choice().to), choice());
   };
-  to.addEventListener('change', refresh);
-  dtype.addEventListener('change', refresh);
+  for (const el of [to, dtype, dequantize, quantize, qbits, qgroup]) el.addEventListener('change', refresh);
   shard.addEventListener('input', refresh);
-  dequantize.addEventListener('change', refresh);
   refresh();
 
   let running: { id: number; started: number; samples: Array<[number, number]> } | null = null;
@@ -127,7 +149,7 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
     line.textContent = `${formatBytes(r.bytes)} written in ${formatMs(r.ms)} · ${formatBytes(Math.round(rate))}/s`;
     const v = r.validation;
     result.append(
-      h('p', {}, h('span', { class: `badge verdict ${v.valid ? 'valid' : 'invalid'}`, id: 'convert-valid', 'data-valid': String(v.valid) }, v.valid ? 'Output valid' : 'Output invalid'), ` re-read and checked by tensorport validate (${v.format ?? 'unknown format'}); ${r.tensors} tensors, ${r.cast} cast`),
+      h('p', {}, h('span', { class: `badge verdict ${v.valid ? 'valid' : 'invalid'}`, id: 'convert-valid', 'data-valid': String(v.valid) }, v.valid ? 'Output valid' : 'Output invalid'), ` re-read and checked by tensorport validate (${v.format ?? 'unknown format'}); ${r.tensors} tensors, ${r.cast} cast${r.quantized === null ? '' : `, ${r.quantized} MLX layers`}`),
       ...v.errors.map((e) => h('div', { class: 'finding error', 'data-code': e.code }, h('span', { class: 'code' }, e.code), ' ', e.message)),
       ...r.warnings.map((w) => h('div', { class: 'finding warning', 'data-code': w.code }, h('span', { class: 'code' }, w.code), ' ', w.message)),
       h('ul', { id: 'convert-files', class: 'plain' }, ...r.files.map((f, i) => h('li', { 'data-name': f.name, 'data-size': f.size }, f.name, ` · ${formatBytes(f.size)} `, r.opfsDir ? downloadButton(f.name, i, r.opfsDir, r.files.length > 1 ? r.files.length : 0) : ''))),
@@ -142,8 +164,8 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
       h('h2', { id: 'convert-title' }, 'Convert'),
       h('div', { class: 'convert-form' }, h('label', { class: 'field' }, 'Output ', to), h('label', { class: 'field' }, 'Cast ', dtype), shardRow),
       quantized
-        ? h('p', { id: 'convert-mlx' }, h('label', { class: 'field' }, dequantize, ' Dequantize the MLX layers (to the scales’ dtype, then the cast; bits and group size from config.json when dropped with the model). Unticked: packed weights, scales and biases are written as they are.'))
-        : '',
+        ? h('p', { id: 'convert-mlx' }, h('label', { class: 'field' }, dequantize, ' Dequantize the MLX layers (to the scales’ dtype, or the cast’s; bits and group size from config.json when dropped with the model). Unticked: packed weights, scales and biases are written as they are.'))
+        : h('p', { id: 'convert-mlx' }, h('label', { class: 'field' }, 'MLX quantize ', quantize), affineRow, h('span', { class: 'muted' }, ' as mlx_lm.convert does (Linear and Embedding weights; config.json from the drop). A folder output is an mlx-lm model directory.')),
       h('div', { class: 'convert-actions' }, start, cancel, bar),
       line,
       result,

@@ -16,6 +16,8 @@ export interface PanelChoice {
   dtype?: '' | 'f16' | 'bf16' | 'f32';
   /** MB (10^6 bytes). */
   shardMb?: number;
+  /** A float input: the MLX quantize choice (bits and group size for affine). */
+  quantize?: { mode: 'affine' | 'mxfp4' | 'mxfp8' | 'nvfp4'; bits?: number; groupSize?: number };
 }
 
 export async function usePickedOpfs(page: Page): Promise<void> {
@@ -41,6 +43,11 @@ export async function withoutPickers(page: Page): Promise<void> {
 export async function convertInPage(page: Page, c: PanelChoice, timeout = 60_000): Promise<string> {
   await page.selectOption('#convert-to', c.to ?? 'safetensors');
   await page.selectOption('#convert-dtype', c.dtype ?? '');
+  if (c.quantize) {
+    await page.selectOption('#convert-quantize', c.quantize.mode);
+    if (c.quantize.bits !== undefined) await page.selectOption('#convert-quant-bits', String(c.quantize.bits));
+    if (c.quantize.groupSize !== undefined) await page.selectOption('#convert-quant-group', String(c.quantize.groupSize));
+  } else if (await page.$('#convert-quantize')) await page.selectOption('#convert-quantize', '');
   if (c.shardMb !== undefined) await page.fill('#convert-shard', String(c.shardMb));
   await page.evaluate(() => {
     delete document.body.dataset.convert;
