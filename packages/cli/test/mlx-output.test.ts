@@ -81,6 +81,38 @@ describe('quantize/dequantize/repack with convert\'s output flags', () => {
   });
 });
 
+describe('quantize with --jobs, --max-shard-size and --metadata', () => {
+  it('two jobs write the bytes one job writes; shards stay under the limit and the index names each; entries land in every shard', async () => {
+    const root = await tempDir();
+    const src = await modelDir(join(root, 'src'));
+    const flags = ['--bits', '8', '--group-size', '32', '--max-shard-size', '1KB', '--metadata', 'license=mit', '--metadata', 'note=a=b'];
+    const one = await tensorport('quantize', src, `${join(root, 'one')}/`, ...flags, '--jobs', '1');
+    expect(one.stderr).toBe('');
+    expect(one.code).toBe(0);
+    const two = await tensorport('quantize', src, `${join(root, 'two')}/`, ...flags, '--jobs', '2');
+    expect(two.code, two.stderr).toBe(0);
+    const files = await listDir(join(root, 'one'));
+    const shards = files.filter((f) => f.endsWith('.safetensors'));
+    expect(shards.length).toBeGreaterThan(1);
+    expect(await listDir(join(root, 'two'))).toEqual(files);
+    for (const f of files) expect(await fileSha256(join(root, 'two', f)), f).toBe(await fileSha256(join(root, 'one', f)));
+    const index = JSON.parse(await readFile(join(root, 'one', 'model.safetensors.index.json'), 'utf8')) as { weight_map: Record<string, string> };
+    expect([...new Set(Object.values(index.weight_map))].sort()).toEqual(shards);
+    for (const shard of shards) {
+      const bytes = await readFile(join(root, 'one', shard));
+      const headerLength = Number(bytes.readBigUInt64LE(0));
+      const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString('utf8')) as { __metadata__: Record<string, string> };
+      expect(header.__metadata__, shard).toMatchObject({ license: 'mit', note: 'a=b', format: 'mlx' });
+      // A shard holding one tensor larger than the limit is that tensor alone, as in transformers' sharding.
+      const tensors = Object.keys(header).filter((k) => k !== '__metadata__');
+      if (bytes.length > 1000) expect(tensors, shard).toHaveLength(1);
+    }
+    const d = await tensorport('dequantize', join(root, 'two'), join(root, 'back.safetensors'), '--jobs', '2', '--metadata', 'k=v', '--verify');
+    expect(d.code, d.stderr).toBe(0);
+    expect(d.stdout).toContain('validated and diffed equal');
+  });
+});
+
 const py = await requirePython(['numpy', 'torch']);
 describe.skipIf(!py)('dequantize into .npz and .pt, read by numpy and torch', () => {
   it('np.load and torch.load(weights_only=True) give the values of the safetensors output', { timeout: 180_000 }, async () => {
