@@ -1,7 +1,8 @@
 /**
  * The files a model directory carries besides its weights: config.json, generation_config.json,
  * the tokenizer (tokenizer.json, tokenizer_config.json, special_tokens_map.json, tokenizer.model,
- * vocab/merges files, *.tiktoken), chat templates and remote code. `convert DIR out/` and the MLX
+ * vocab/merges files, *.tiktoken), chat templates, remote code and the model card (README.md: its
+ * front matter holds the license and base model the Hub shows). `convert DIR out/` and the MLX
  * commands copy the same set, so `from_pretrained(out/)` and mlx_lm.load(out/) find what they need
  * (mlx-lm's own convert copies these patterns too).
  *
@@ -38,9 +39,12 @@ function carries(folder: Folder): folder is CarryingFolder {
   return typeof (folder as Partial<CarryingFolder>).carry === 'function';
 }
 
+/** The model card: only this name of the markdown files (notes, changelogs stay behind). */
+const MODEL_CARD = /^readme\.md$/i;
+
 /** True for a name the model directory carries: not hidden, not an index (it describes the input's shards). */
 export function isCarriedFile(name: string): boolean {
-  return !name.startsWith('.') && CARRIED.test(name) && !name.endsWith('.index.json');
+  return !name.startsWith('.') && (CARRIED.test(name) || MODEL_CARD.test(name)) && !name.endsWith('.index.json');
 }
 
 /** True when the input is a model directory, whose side files go with it. */

@@ -90,11 +90,13 @@ describe('side files of a model directory', () => {
     await writeFile(join(src, 'config.json'), '{"model_type": "llama", "rms_norm_eps": 1e-05}');
     await writeFile(join(src, 'tokenizer.json'), '{"version": "1.0"}');
     await writeFile(join(src, '.hidden.json'), '{}');
-    await writeFile(join(src, 'README.md'), 'not carried');
+    await writeFile(join(src, 'README.md'), '---\nlicense: mit\n---\n# the model card\n');
+    await writeFile(join(src, 'NOTES.md'), 'not carried: only the model card is');
 
     const dir = await convertPath({ input: src, output: join(root, 'a/'), fsync: false });
-    expect(dir.copied.sort()).toEqual(['config.json', 'tokenizer.json']);
-    expect((await readdir(join(root, 'a'))).sort()).toEqual(['config.json', 'model.safetensors', 'tokenizer.json']);
+    expect(dir.copied.sort()).toEqual(['README.md', 'config.json', 'tokenizer.json']);
+    expect((await readdir(join(root, 'a'))).sort()).toEqual(['README.md', 'config.json', 'model.safetensors', 'tokenizer.json']);
+    expect(await readFile(join(root, 'a', 'README.md'), 'utf8')).toBe('---\nlicense: mit\n---\n# the model card\n');
     expect(await readFile(join(root, 'a', 'config.json'), 'utf8')).toBe('{"model_type": "llama", "rms_norm_eps": 1e-05}');
 
     const file = await convertPath({ input: join(src, 'pytorch_model.bin'), output: join(root, 'b/'), fsync: false });
@@ -104,7 +106,7 @@ describe('side files of a model directory', () => {
     // In place (.bin beside, safetensors added): the side files are already there.
     const inPlace = await convertPath({ input: src, output: src, fsync: false });
     expect(inPlace.copied).toEqual([]);
-    expect((await readdir(src)).sort()).toEqual(['.hidden.json', 'README.md', 'config.json', 'model.safetensors', 'pytorch_model.bin', 'tokenizer.json']);
+    expect((await readdir(src)).sort()).toEqual(['.hidden.json', 'NOTES.md', 'README.md', 'config.json', 'model.safetensors', 'pytorch_model.bin', 'tokenizer.json']);
   });
 });
 
