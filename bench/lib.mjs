@@ -12,10 +12,10 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
  */
 export const PACKAGES = process.env.TENSORPORT_BENCH_PACKAGES ?? join(ROOT, 'packages');
 /** The CLI as users run it: the `tensorport` bin, so a bench's floor is the real start-up (docs/packaging.md). */
-export const CLI = join(PACKAGES, 'tensorport/bin/tensorport.cjs');
+export const CLI = join(PACKAGES, 'cli/bin/tensorport.cjs');
 
 export function requireBuild() {
-  if (!existsSync(join(PACKAGES, 'cli/dist/cli.cjs'))) {
+  if (!existsSync(join(PACKAGES, 'cli/dist/bin.cjs'))) {
     console.error('bench: build first (npm run build)');
     process.exit(2);
   }
