@@ -1,5 +1,5 @@
 import {
-  TensorportError, openZip, type ByteSource, type Checkpoint, type DeflateCodec, type Finding, type TensorDescriptor,
+  TensorportError, openZip, readInOrder, type ByteSource, type Checkpoint, type DeflateCodec, type Finding, type TensorDescriptor,
   type ZipArchive, type ZipEntry, type ZipReadOptions,
 } from '@tensorport/core';
 import { arrayDescriptor, DEFAULT_MAX_FORTRAN_BYTES } from './descriptor.ts';
@@ -45,20 +45,8 @@ export async function openNpz(source: ByteSource, options: NpzReadOptions = {}):
   const members = zip.entries.filter((e) => !(e.name.endsWith('/') && e.uncompressedSize === 0));
   // Headers are read ahead, a window at a time: one awaited read per member made a 100k-member npz
   // spend minutes waiting on the file system (docs/benchmarks.md, "Many tensors").
-  const ahead: Array<Promise<Uint8Array> | undefined> = [];
-  const start = (i: number): void => {
-    if (i >= members.length) return;
-    const p = readNpyPrefix((n) => zip.readPrefix(members[i]!, n), options);
-    p.catch(() => {}); // awaited below in order; a later one failing must not be an unhandled rejection
-    ahead[i] = p;
-  };
-  for (let i = 0; i < PREFIX_READ_AHEAD; i++) start(i);
-  for (let i = 0; i < members.length; i++) {
-    const entry = members[i]!;
+  for await (const [entry, prefix] of readInOrder(members, PREFIX_READ_AHEAD, (e) => readNpyPrefix((n) => zip.readPrefix(e, n), options))) {
     const name = entry.name.endsWith('.npy') ? entry.name.slice(0, -4) : entry.name;
-    const prefix = await ahead[i]!;
-    ahead[i] = undefined;
-    start(i + PREFIX_READ_AHEAD);
     if (!entry.name.endsWith('.npy') && !startsWithNpyMagic(prefix)) {
       warn({ code: 'NpzSkippedMember', message: `member ${JSON.stringify(entry.name)} is not a .npy; skipped`, tensor: entry.name });
       continue;

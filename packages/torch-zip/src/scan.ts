@@ -1,4 +1,4 @@
-import { BytesSource, CORE_IDENTIFIERS, identifyWith, openZip, SliceSource, startsWithMagic, TensorportError, ZIP_LOCAL_MAGIC, type ByteSource, type DeflateCodec, type Finding, type ZipArchive, type ZipEntry } from '@tensorport/core';
+import { BytesSource, CORE_IDENTIFIERS, identifyWith, openZip, readInOrder, SliceSource, startsWithMagic, TensorportError, ZIP_LOCAL_MAGIC, type ByteSource, type DeflateCodec, type Finding, type ZipArchive, type ZipEntry } from '@tensorport/core';
 import { startsWithNpyMagic } from '@tensorport/npz';
 import { runPickle, type RunResult } from './pickle/interpreter.ts';
 import type { PickleLimits } from './pickle/limits.ts';
@@ -62,6 +62,9 @@ const OWN_IDENTIFIERS = [torchIdentifier, ...CORE_IDENTIFIERS];
 const MAX_FINDINGS = 1000;
 /** Containers inside containers scanned (a ZIP appended to a legacy stream): deeper is a finding. */
 const MAX_DEPTH = 3;
+
+/** Member prefixes read concurrently while scanning an archive (each is one small read, as npz's open). */
+const PREFIX_READ_AHEAD = 64;
 
 class Report {
   readonly globals = new Set<string>();
@@ -303,9 +306,10 @@ async function scanZip(source: ByteSource, report: Report, opts: CheckpointScanO
   const name = opts.path ?? source.name;
   for (const f of layout.findings) report.finding({ ...f, path: f.path ?? name });
   const dataPkl = opts.capture && layout.torch ? layout.get('data.pkl') : undefined;
-  for (const e of zip.entries) {
-    if (e.name.endsWith('/')) continue;
-    const first = await zip.readPrefix(e, 6);
+  const members = zip.entries.filter((e) => !e.name.endsWith('/'));
+  // Every member's first bytes, storages included (numpy would unpickle a storage that is a .npy),
+  // read ahead: one awaited read per member was most of a 10,000-tensor checkpoint's scan.
+  for await (const [e, first] of readInOrder(members, PREFIX_READ_AHEAD, (m) => zip.readPrefix(m, 6))) {
     const npy = startsWithNpyMagic(first);
     // torch reads its storages as raw numbers; numpy would still read one that is a .npy
     if (!npy && layout.isStorage(e)) continue;
