@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { BytesSource, MemorySink, TensorportError, openSafetensors, type TensorDescriptor } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
 import {
-  dequantizeBlocks, ggufToHfName, hfToGgufName, llamaConfigFromGguf, llamaFromGguf, llamaToGguf, openGguf, writeGguf, llamaMetadata, llamaTokenizerMetadata, permuteQK, qkRowOrder, TOKEN_TYPE, type GgufValue, type LlamaConfig,
+  bpePreTokenizer, dequantizeBlocks, ggufArchitecture, ggufToHfName, hfToGgufName, llamaConfigFromGguf, llamaFromGguf, llamaToGguf, openGguf, writeGguf, llamaMetadata, llamaTokenizerMetadata, permuteQK, qkRowOrder, TOKEN_TYPE, type GgufValue, type LlamaConfig,
 } from '../src/index.ts';
 import { FIX, bytesOf } from './helpers.ts';
 
@@ -90,6 +90,43 @@ describe('metadata', () => {
     expect(scores.type === 'ARRAY' && scores.value.elementType).toBe('FLOAT32');
     expect(kv2.get('tokenizer.ggml.add_bos_token')).toEqual({ type: 'BOOL', value: true });
     expect(() => llamaTokenizerMetadata({ model: { type: 'Unigram' } })).toThrow(TensorportError);
+  });
+
+  it('names the pre-tokenizer from the split regex of the committed Llama 3-style and Qwen2-style tokenizers; gpt2 and default otherwise', async () => {
+    const tokenizer = async (arch: string) => JSON.parse(await readFile(new URL(`hf-models/${arch}/tokenizer.json`, FIX), 'utf8')) as unknown;
+    expect(bpePreTokenizer(await tokenizer('llama'))).toBe('llama-bpe');
+    expect(bpePreTokenizer(await tokenizer('qwen2'))).toBe('qwen2');
+    expect(bpePreTokenizer({ pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, use_regex: true } })).toBe('gpt2');
+    expect(bpePreTokenizer({ pre_tokenizer: { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: '\\s+' } }, { type: 'ByteLevel', use_regex: false }] } })).toBe('default');
+    expect(bpePreTokenizer({ pre_tokenizer: null })).toBe('default');
+    const kv = new Map(llamaTokenizerMetadata(await tokenizer('qwen2'), {}, { pre: 'custom' }));
+    expect(kv.get('tokenizer.ggml.pre')).toEqual({ type: 'STRING', value: 'custom' });
+  });
+
+  it('pads the vocabulary to the embedding rows and takes bos/eos ids from config.json when tokenizer_config.json names none', () => {
+    const bpe = { model: { type: 'BPE', vocab: { a: 0, b: 1, ab: 2 }, merges: [['a', 'b']] }, added_tokens: [{ id: 3, content: '<|endoftext|>', special: true }] };
+    const kv = new Map(llamaTokenizerMetadata(bpe, {}, { vocabSize: 6, modelConfig: { bos_token_id: null, eos_token_id: [3, 1] } }));
+    const tokens = kv.get('tokenizer.ggml.tokens')!;
+    expect(tokens.type === 'ARRAY' && tokens.value.values).toEqual(['a', 'b', 'ab', '<|endoftext|>', '[PAD4]', '[PAD5]']);
+    const types = kv.get('tokenizer.ggml.token_type')!;
+    expect(types.type === 'ARRAY' && Array.from(types.value.values as Int32Array)).toEqual([1, 1, 1, TOKEN_TYPE.CONTROL, TOKEN_TYPE.UNUSED, TOKEN_TYPE.UNUSED]);
+    expect(kv.get('tokenizer.ggml.eos_token_id')).toEqual({ type: 'UINT32', value: 3 });
+    expect(kv.has('tokenizer.ggml.bos_token_id')).toBe(false);
+    // An id past the vocabulary is no token: left out rather than written for llama.cpp to refuse.
+    const kv2 = new Map(llamaTokenizerMetadata(bpe, {}, { modelConfig: { eos_token_id: 99 } }));
+    expect(kv2.has('tokenizer.ggml.eos_token_id')).toBe(false);
+  });
+
+  it('maps Llama, Mistral and Qwen2 configs to their GGUF architecture; Qwen2 keeps its Q/K rows and writes qwen2.* keys', () => {
+    expect(ggufArchitecture({ architectures: ['MistralForCausalLM'] })).toEqual({ name: 'llama', permuteQK: true });
+    expect(ggufArchitecture({ model_type: 'llama' })).toEqual({ name: 'llama', permuteQK: true });
+    expect(ggufArchitecture({ architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2' })).toEqual({ name: 'qwen2', permuteQK: false });
+    expect(ggufArchitecture({ architectures: ['GPT2LMHeadModel'], model_type: 'gpt2' })).toBeNull();
+    expect(ggufArchitecture(undefined)).toBeNull();
+    const kv = new Map(llamaMetadata(CONFIG, { architecture: 'qwen2' }));
+    expect(kv.get('general.architecture')).toEqual({ type: 'STRING', value: 'qwen2' });
+    expect(kv.get('qwen2.block_count')).toEqual({ type: 'UINT32', value: CONFIG.num_hidden_layers });
+    expect([...kv.keys()].some((k) => k.startsWith('llama.'))).toBe(false);
   });
 });
 

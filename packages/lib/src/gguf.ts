@@ -5,7 +5,7 @@
  */
 import { castDescriptor, TensorportError, type CastTarget, type Checkpoint, type Context, type Finding, type TensorDescriptor } from '@tensorport/core';
 import {
-  canQuantize, ggmlTypeByName, mlxLayerToGguf, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
+  canQuantize, ggmlTypeByName, ggufArchitecture, mlxLayerToGguf, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
   type BlockTensor, type GgufFile, type GgufValue, type LlamaConfig, type LlamaToGgufOptions, type MlxToGgufReport,
 } from '@tensorport/gguf';
 import { dequantizeCheckpoint, findQuantizedLayers, readConfig, type FloatDType } from '@tensorport/mlx';
@@ -93,12 +93,6 @@ async function readJson(ctx: Context, name: string): Promise<unknown> {
   }
 }
 
-function isLlamaConfig(config: Record<string, unknown> | undefined): config is LlamaConfig {
-  if (!config) return false;
-  const archs = Array.isArray(config.architectures) ? config.architectures : [];
-  return config.model_type === 'llama' || archs.includes('LlamaForCausalLM');
-}
-
 /** The float dtype most tensor bytes are in: the lossless default output type. */
 function storedFloatType(tensors: readonly TensorDescriptor[]): string {
   const bytes = new Map<string, number>();
@@ -170,8 +164,9 @@ async function mlxLayers(checkpoint: Checkpoint, config: Record<string, unknown>
 }
 
 /**
- * Plain tensors → GGUF. A directory (or file) with a llama config.json beside it gets llama.cpp's
- * names, q/k permutation and `llama.*` keys (tokenizer keys from tokenizer.json when present);
+ * Plain tensors → GGUF. A directory (or file) with a config.json of a mapped architecture beside
+ * it (Llama, Mistral, Qwen2: ggufArchitecture) gets llama.cpp's names, its q/k permutation and
+ * `<arch>.*` keys (tokenizer keys from tokenizer.json when present);
  * anything else keeps its names, its metadata as STRING keys, and float matrices whose rows are
  * whole blocks are quantized to `type`. MLX-quantized layers become GGUF block tensors first
  * (mlxLayers), each reported in a warning: lossless, or re-quantized with its measured error.
@@ -185,12 +180,14 @@ export function toGguf(options: ToGgufOptions = {}): Transform {
     const config = await readConfig(ctx);
     const mlx = await mlxLayers(checkpoint, config, options.type);
     const type = options.type ?? storedFloatType(mlx.tensors);
-    if (!isLlamaConfig(config)) {
+    const architecture = ggufArchitecture(config);
+    if (!architecture) {
       return { tensors: options.type === undefined ? mlx.tensors : mlx.tensors.map((t) => toType(t, options.type!)), metadata: checkpoint.metadata, warnings: mlx.warnings };
     }
     const tokenizer = await readJson(ctx, TOKENIZER_FILE);
     const tokenizerConfig = (await readJson(ctx, TOKENIZER_CONFIG_FILE)) as Record<string, unknown> | undefined;
-    const r = llamaToGguf(mlx.tensors, config, {
+    const r = llamaToGguf(mlx.tensors, config as LlamaConfig, {
+      architecture,
       outtype: type as NonNullable<LlamaToGgufOptions['outtype']>,
       ...(mlx.blockType && options.type === undefined ? { fileType: mlx.blockType } : {}),
       ...(tokenizer === undefined ? {} : { tokenizer, ...(tokenizerConfig ? { tokenizerConfig } : {}) }),

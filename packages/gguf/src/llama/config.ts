@@ -1,5 +1,6 @@
 import { TensorportError } from '@tensorport/core';
 import { float32String, gguf, type GgufValue } from '../values.ts';
+import type { GgufArchitecture } from './arch.ts';
 
 /** The fields of a HF LlamaConfig (config.json) that the GGUF metadata carries. */
 export interface LlamaConfig {
@@ -23,7 +24,7 @@ export interface LlamaConfig {
   [key: string]: unknown;
 }
 
-const A = 'llama';
+const LLAMA = 'llama';
 
 function ropeTheta(config: LlamaConfig): number {
   if (typeof config.rope_theta === 'number') return config.rope_theta;
@@ -50,8 +51,10 @@ export function llamaHeads(config: LlamaConfig): { heads: number; kvHeads: numbe
  * rope base and epsilon; §4.5 of the reference notes). `general.architecture` comes first, as
  * GGUFWriter writes it. `fileType` is the llama_ftype number (general.file_type).
  */
-export function llamaMetadata(config: LlamaConfig, options: { name?: string; fileType?: number } = {}): Array<[string, GgufValue]> {
+export function llamaMetadata(config: LlamaConfig, options: { name?: string; fileType?: number; architecture?: GgufArchitecture['name'] } = {}): Array<[string, GgufValue]> {
   const { heads, kvHeads, headDim } = llamaHeads(config);
+  // The same keys under the architecture's own prefix (llama.cpp reads `<arch>.block_count`…).
+  const A = options.architecture ?? LLAMA;
   const kv: Array<[string, GgufValue]> = [
     ['general.architecture', gguf.str(A)],
     ['general.type', gguf.str('model')],
@@ -99,6 +102,7 @@ function num(kv: ReadonlyMap<string, GgufValue>, key: string, required: boolean)
  * token_embd). `dtype` is the dtype the weights are written in.
  */
 export function llamaConfigFromGguf(kv: ReadonlyMap<string, GgufValue>, opts: { vocabSize: number; tied: boolean; dtype: 'float32' | 'float16' | 'bfloat16' }): Record<string, unknown> {
+  const A = LLAMA;
   const arch = kv.get('general.architecture');
   if (arch?.type !== 'STRING' || arch.value !== A) {
     throw new TensorportError('GgufInvalidModel', `general.architecture is ${arch ? JSON.stringify(arch.value) : 'missing'}; only "llama" maps to a transformers config`);

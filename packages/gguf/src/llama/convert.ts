@@ -9,6 +9,7 @@ import { llamaConfigFromGguf, llamaHeads, llamaMetadata, type LlamaConfig } from
 import { ggufToHfName, hfToGgufName, isSkippedHfName, permutedHeads } from './names.ts';
 import { permuteQK } from './permute.ts';
 import { llamaTokenizerMetadata } from './tokenizer.ts';
+import type { GgufArchitecture } from './arch.ts';
 
 /** general.file_type (llama_ftype) for each whole-model output type. */
 const FILE_TYPE: Readonly<Record<string, number>> = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 7, Q5_0: 8, Q5_1: 9, BF16: 32, TQ1_0: 36, TQ2_0: 37 };
@@ -21,6 +22,8 @@ export interface LlamaToGgufOptions {
   /** general.file_type's type when it is not `outtype` (the type most bytes of already-blocked tensors are in). */
   fileType?: string;
   name?: string;
+  /** The GGUF architecture (default llama: keys under `llama.`, Q/K rows permuted); see ggufArchitecture. */
+  architecture?: GgufArchitecture;
   /** Parsed tokenizer.json and tokenizer_config.json, when present. */
   tokenizer?: unknown;
   tokenizerConfig?: Record<string, unknown>;
@@ -55,6 +58,8 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
   if (!(fileType in BLOCK_FILE_TYPE)) throw new TensorportError('InvalidOption', `file type ${JSON.stringify(fileType)} is not one of ${Object.keys(BLOCK_FILE_TYPE).join(', ')}`);
   const target = ggmlTypeByName(outtype)!;
   const { heads, kvHeads } = llamaHeads(config);
+  const arch = options.architecture ?? { name: 'llama', permuteQK: true };
+  const permuted = (name: string) => (arch.permuteQK ? permutedHeads(name) : null);
   const out: GgufWriteTensor[] = [];
   const skipped: string[] = [];
   const fallbacks: string[] = [];
@@ -68,7 +73,7 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
     const blocks = t as TensorDescriptor & Partial<BlockTensor>;
     if (blocks.ggmlType && blocks.logicalShape) {
       let d = redescribe(blocks as BlockTensor, name);
-      const which = permutedHeads(name);
+      const which = permuted(name);
       const rows = blocks.logicalShape.slice(0, -1).reduce((a, b) => a * b, 1);
       if (which) d = permuteQK(d, which === 'q' ? heads : kvHeads, d.byteLength / rows, true);
       out.push(d);
@@ -78,7 +83,7 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
       throw new TensorportError('UnsupportedCast', `tensor ${JSON.stringify(t.name)} is ${t.dtype}; a llama checkpoint holds float tensors`, { tensor: t.name });
     }
     let src: TensorDescriptor = redescribe(t, name);
-    const which = permutedHeads(name);
+    const which = permuted(name);
     if (which) src = permuteQK(src, which === 'q' ? heads : kvHeads, rowBytesOf(src), true);
     const forceF32 = t.shape.length <= 1 || name.endsWith('_norm.weight') || !name.endsWith('.weight');
     let type: GgmlType = forceF32 ? ggmlTypeByName('F32')! : target;
@@ -90,8 +95,10 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
     if (type.dtype) out.push(castDescriptor(src, type.dtype as CastTarget, { strict: true }));
     else out.push(quantizeDescriptor(src, type));
   }
-  const metadata = llamaMetadata(config, { ...(options.name ? { name: options.name } : {}), fileType: BLOCK_FILE_TYPE[fileType]! });
-  if (options.tokenizer !== undefined) metadata.push(...llamaTokenizerMetadata(options.tokenizer, options.tokenizerConfig ?? {}, options.tokenizerPre ? { pre: options.tokenizerPre } : {}));
+  const metadata = llamaMetadata(config, { ...(options.name ? { name: options.name } : {}), fileType: BLOCK_FILE_TYPE[fileType]!, architecture: arch.name });
+  if (options.tokenizer !== undefined) {
+    metadata.push(...llamaTokenizerMetadata(options.tokenizer, options.tokenizerConfig ?? {}, { ...(options.tokenizerPre ? { pre: options.tokenizerPre } : {}), vocabSize: config.vocab_size, modelConfig: config }));
+  }
   return { tensors: out, metadata, skipped, fallbacks };
 }
 

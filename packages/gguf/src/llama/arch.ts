@@ -1,0 +1,32 @@
+/**
+ * The Hugging Face architectures whose checkpoints map onto llama.cpp's llama-family graphs with
+ * the same tensor names (blk.N.attn_q, ffn_gate, …) and the same hyperparameter keys under their
+ * GGUF architecture's prefix. What differs is a table row, as in convert_hf_to_gguf.py's model
+ * classes: MistralModel is LlamaModel with another name; Qwen2Model has its own graph, whose RoPE
+ * rotates NeoX halves, so its Q/K rows are written as transformers holds them.
+ */
+export interface GgufArchitecture {
+  /** general.architecture, and the prefix of its keys (`llama.block_count`, `qwen2.block_count`). */
+  readonly name: 'llama' | 'qwen2';
+  /** Q/K rows reordered for llama.cpp's adjacent-pair RoPE (llama/names.ts permutedHeads). */
+  readonly permuteQK: boolean;
+}
+
+const LLAMA: GgufArchitecture = { name: 'llama', permuteQK: true };
+const QWEN2: GgufArchitecture = { name: 'qwen2', permuteQK: false };
+
+/** By config.json's `architectures[0]`, then by its `model_type`. */
+const BY_CLASS: Readonly<Record<string, GgufArchitecture>> = { LlamaForCausalLM: LLAMA, MistralForCausalLM: LLAMA, Qwen2ForCausalLM: QWEN2 };
+const BY_MODEL_TYPE: Readonly<Record<string, GgufArchitecture>> = { llama: LLAMA, mistral: LLAMA, qwen2: QWEN2 };
+
+/** The HF classes tensorport writes as a runnable GGUF (for messages and docs). */
+export const GGUF_MODEL_CLASSES: readonly string[] = Object.keys(BY_CLASS);
+
+/** The GGUF architecture of a transformers config.json, or null when tensorport has no mapping for it. */
+export function ggufArchitecture(config: Record<string, unknown> | undefined): GgufArchitecture | null {
+  if (!config) return null;
+  const classes = Array.isArray(config.architectures) ? config.architectures : [];
+  for (const c of classes) if (typeof c === 'string' && Object.hasOwn(BY_CLASS, c)) return BY_CLASS[c]!;
+  const type = config.model_type;
+  return typeof type === 'string' && Object.hasOwn(BY_MODEL_TYPE, type) ? BY_MODEL_TYPE[type]! : null;
+}
