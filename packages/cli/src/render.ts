@@ -48,5 +48,8 @@ function renderGguf(g: NonNullable<InspectReport['gguf']>): string[] {
   if (g.contextLength !== null) model.push(`context length ${g.contextLength}`);
   model.push(`alignment ${g.alignment}`);
   const tok = g.tokenizer ? `tokenizer: ${g.tokenizer.model === null ? '-' : esc(g.tokenizer.model)}, ${formatCount(g.tokenizer.tokens)} tokens, ${formatCount(g.tokenizer.merges)} merges` : 'tokenizer: none';
-  return [`gguf: ${model.join(', ')}`, tok, `parameters: ${formatCount(g.parameters)} at ${g.bitsPerWeight.toFixed(2)} bits per weight`];
+  const lines = [`gguf: ${model.join(', ')}`, tok, `parameters: ${formatCount(g.parameters)} at ${g.bitsPerWeight.toFixed(2)} bits per weight`];
+  if (g.llamaCpp === 'loads') lines.push('llama.cpp: loads as a model (keys, tokenizer and tensor shapes checked)');
+  if (g.llamaCpp === 'refused') lines.push('llama.cpp: would refuse it as a model (warnings say why)');
+  return lines;
 }

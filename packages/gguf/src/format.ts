@@ -3,6 +3,7 @@ import { GGUF_MAGIC } from './constants.ts';
 import { redescribe } from './descriptor.ts';
 import { ggmlTypeByName } from './ggml-types.ts';
 import { canQuantize } from './quant/quantize.ts';
+import { llamaCppFindings } from './llama/loadable.ts';
 import { openGguf, type GgufFile, type GgufReadOptions } from './read.ts';
 import { dequantizedDescriptor, quantizeDescriptor } from './transform.ts';
 import { gguf, type GgufValue } from './values.ts';
@@ -73,7 +74,8 @@ export const ggufFormat: Format<GgufOpenOptions, GgufFormatWriteOptions> = {
     try {
       file = await openGguf(await ctx.source(), options);
       for (const t of file.tensors) for await (const chunk of t.chunks()) void chunk;
-      return { valid: true, errors: [], warnings: file.warnings.map((f) => ({ path, ...f })), files: [path] };
+      // A valid GGUF that llama.cpp would still refuse as a model says why, as warnings.
+      return { valid: true, errors: [], warnings: [...file.warnings, ...llamaCppFindings(file)].map((f) => ({ path, ...f })), files: [path] };
     } catch (e) {
       if (!(e instanceof TensorportError)) throw e;
       return { valid: false, errors: [{ path, ...toFinding(e) }], warnings: file ? file.warnings.map((f) => ({ path, ...f })) : [], files: [path] };

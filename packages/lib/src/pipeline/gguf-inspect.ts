@@ -1,6 +1,6 @@
 /** What `inspect` adds for a GGUF file: the model summary, ggml types, and metadata with the vocabulary cut short. */
 import { TensorportError, type Checkpoint, type DType, type Finding, type TensorDescriptor } from '@tensorport/core';
-import { summarizeGguf, valueToString, type GgufFile, type GgufSummary } from '@tensorport/gguf';
+import { llamaCppFindings, summarizeGguf, valueToString, type GgufFile, type GgufSummary } from '@tensorport/gguf';
 
 /** Metadata arrays (tokens, merges, scores) longer than this are cut in `inspect` unless `fullMetadata` is asked for. */
 export const INSPECT_ARRAY_ELEMENTS = 16;
@@ -10,6 +10,12 @@ export interface GgufInspectSummary extends GgufSummary {
   alignment: number;
   /** Absolute offset of the tensor data section (the header's size). */
   dataOffset: number;
+  /**
+   * Would llama.cpp load it as a model (keys, tokenizer, tensor shapes of its architecture)?
+   * null when its architecture is not one tensorport checks (llama, qwen2); the reasons are the
+   * GgufNotLoadable warnings.
+   */
+  llamaCpp: 'loads' | 'refused' | null;
 }
 
 export function asGguf(checkpoint: Checkpoint): GgufFile | null {
@@ -17,7 +23,10 @@ export function asGguf(checkpoint: Checkpoint): GgufFile | null {
 }
 
 export function ggufSummary(file: GgufFile): GgufInspectSummary {
-  return { ...summarizeGguf(file), version: file.version, alignment: file.alignment, dataOffset: file.dataOffset };
+  const summary = summarizeGguf(file);
+  const checked = summary.architecture === 'llama' || summary.architecture === 'qwen2';
+  const llamaCpp = checked ? (llamaCppFindings(file).length === 0 ? 'loads' : 'refused') : null;
+  return { ...summary, version: file.version, alignment: file.alignment, dataOffset: file.dataOffset, llamaCpp };
 }
 
 /**
@@ -57,5 +66,5 @@ export function ggufView(checkpoint: Checkpoint, full = false): GgufView {
   const tok = summary.tokenizer ? `, tokenizer ${summary.tokenizer.model ?? '?'} with ${summary.tokenizer.tokens} tokens and ${summary.tokenizer.merges} merges` : '';
   const ctx = summary.contextLength === null ? '' : `, context length ${summary.contextLength}`;
   const note = `GGUF v${summary.version}: architecture ${summary.architecture ?? 'none'}${ctx}${tok}; ${summary.parameters} parameters at ${summary.bitsPerWeight.toFixed(2)} bits per weight. Only the header was read.`;
-  return { metadata: new Map(Object.entries(ggufMetadata(file, full))), tensors, warnings: [...file.warnings], summary, note };
+  return { metadata: new Map(Object.entries(ggufMetadata(file, full))), tensors, warnings: [...file.warnings, ...llamaCppFindings(file)], summary, note };
 }

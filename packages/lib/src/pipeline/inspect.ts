@@ -1,5 +1,6 @@
 import { elementCount, type Context, type Finding } from '@tensorport/core';
 import { inspectQuantization, type MlxLayerInfo } from '@tensorport/mlx';
+import { llamaCppFindings } from '@tensorport/gguf';
 import { asGguf, ggufMetadata, ggufSummary, type GgufInspectSummary } from './gguf-inspect.ts';
 import { openInput, type PipelineOptions } from './open.ts';
 
@@ -85,6 +86,7 @@ export async function inspect(ctx: Context, options: InspectOptions = {}): Promi
     }
     const mlx = await inspectQuantization(ctx, checkpoint);
     warnings.push(...mlx.warnings);
+    if (gguf) warnings.push(...llamaCppFindings(gguf));
     return {
       path: ctx.name,
       format: checkpoint.format,
