@@ -10,11 +10,13 @@
  *   gguf-py's own error (+1e-3);
  * - tokens: llama.cpp's ids equal the HF tokenizer's.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { convertPath } from '../src/node/index.ts';
+import { BytesSource, MemorySink } from '@tensorport/core';
+import { gguf as value, llamaCppFindings, openGguf, writeGguf, type GgufValue } from '@tensorport/gguf';
+import { convertPath, quantizePath } from '../src/node/index.ts';
 import { requireLlamaCpp, runLlamaCpp } from './helpers/llama-cpp.ts';
 
 const REPO = join(import.meta.dirname, '../../..');
@@ -98,6 +100,50 @@ describe.skipIf(!prefix)('HF model directory → GGUF → llama.cpp: same logits
       }
     });
   }
+
+  it('an MLX-quantized Llama (mlx-lm layout, 4 bits, group 32, f16 scales): blocks kept as Q4_1, loaded, logits as the dequantized weights give, tokens carried', { timeout: 300_000 }, async () => {
+    const expected = JSON.parse(await readFile(join(MODELS, 'llama.expected.json'), 'utf8')) as Expected;
+    const f16 = join(dir, 'llama-f16/');
+    const mlx = join(dir, 'llama-mlx-4bit/');
+    await convertPath({ input: join(MODELS, 'llama'), output: f16, dtype: 'F16', fsync: false });
+    await quantizePath({ input: f16, output: mlx, bits: 4, groupSize: 32, fsync: false });
+    const blocks = await convertPath({ input: mlx, output: join(dir, 'mlx-blocks.gguf'), fsync: false });
+    expect(blocks.warnings.map((w) => w.code)).toEqual(['MlxBlocksKept']);
+    expect(blocks.warnings[0]!.message).toMatch(/^16 MLX-quantized layer\(s\) written as GGUF blocks losslessly \(16 Q4_1\)/);
+    // The same model dequantized as MLX computes it, in F32: what the blocks must reproduce.
+    const floats = await convertPath({ input: mlx, output: join(dir, 'mlx-f32.gguf'), gguf: { type: 'F32' }, fsync: false });
+    const strings = expected.strings.map((x) => x.text);
+    const got = await runLlamaCpp(prefix!, blocks.files[0]!, expected.prompt, strings);
+    const want = await runLlamaCpp(prefix!, floats.files[0]!, expected.prompt, strings);
+    expect(got.architecture).toBe('llama');
+    // llama.cpp rounds activations to 8 bits for Q4_1 (measured 4.1e-3); re-quantizing the float model to Q4_0 costs ~0.11.
+    expect(maxAbsDiff(got.logits, want.logits as number[][])).toBeLessThan(1e-2);
+    expect(got.tokens).toEqual(expected.strings.map((x) => x.ids));
+  });
+
+  it('what llamaCppFindings flags (inspect and validate warn GgufNotLoadable), llama.cpp refuses; the file it passes, llama.cpp loads', { timeout: 300_000 }, async () => {
+    const source = join(dir, 'qwen2-check.gguf');
+    await convertPath({ input: join(MODELS, 'qwen2'), output: source, gguf: { type: 'F32' }, fsync: false });
+    const file = await openGguf(new BytesSource(new Uint8Array(await readFile(source))));
+    expect(llamaCppFindings(file)).toEqual([]);
+    const kv = [...file.kv];
+    const broken: Array<[string, Parameters<typeof writeGguf>[0], Array<[string, GgufValue]>]> = [
+      ['a bias of the wrong shape', file.tensors.map((t) => (t.name === 'blk.1.attn_v.bias' ? { ...file.tensors.find((q) => q.name === 'blk.1.attn_q.bias')!, name: t.name } : t)), kv],
+      ['a matrix missing', file.tensors.filter((t) => t.name !== 'blk.0.ffn_up.weight'), kv],
+      ['a tensor the graph does not use', [...file.tensors, { ...file.tensors.find((t) => t.name === 'output_norm.weight')!, name: 'blk.0.extra_norm.weight' }], kv],
+      ['block_count as UINT64', file.tensors, kv.map(([k, v]): [string, GgufValue] => [k, k === 'qwen2.block_count' ? value.u64(2n) : v])],
+      ['no tokenizer.ggml.merges', file.tensors, kv.filter(([k]) => k !== 'tokenizer.ggml.merges')],
+    ];
+    for (const [what, tensors, metadata] of broken) {
+      const sink = new MemorySink();
+      await writeGguf(tensors, metadata, sink);
+      const path = join(dir, 'broken.gguf');
+      await writeFile(path, sink.bytes());
+      const findings = llamaCppFindings(await openGguf(new BytesSource(sink.bytes())));
+      expect(findings.length, what).toBeGreaterThan(0);
+      await expect(runLlamaCpp(prefix!, path, [1, 2], []), what).rejects.toThrow(/llama.cpp run failed/);
+    }
+  });
 
   it('a GGUF without a tokenizer is refused by llama.cpp (what a weights-only directory gives), so the loads above are real', { timeout: 180_000 }, async () => {
     const output = join(dir, 'no-tokenizer.gguf');
