@@ -83,8 +83,14 @@ function llamaBack(file: GgufFile, options: FromGgufOptions): Transformed {
   return { tensors, metadata: result.metadata, files: [{ name: CONFIG_FILE, bytes: TEXT.encode(config) }] };
 }
 
+/**
+ * A tokenizer file of the model: beside the weights, whether the input is the model directory or
+ * its weights file (as config.json is read for the keys): `convert model.safetensors model.gguf`
+ * and the page, which gets the dropped weights file as its entry, write the same GGUF as
+ * `convert model/ model.gguf`.
+ */
 async function readJson(ctx: Context, name: string): Promise<unknown> {
-  if (ctx.entry !== null || !(await ctx.has(name))) return undefined;
+  if (!(await ctx.has(name))) return undefined;
   const bytes = await ctx.bytes(name, MAX_TOKENIZER_BYTES, 'MlxInvalidConfig');
   try {
     return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));

@@ -250,6 +250,20 @@ describe.skipIf(SKIP_BROWSER)('Convert panel in headless chromium: the CLI’s b
     for (const n of names) expect(picked.get(n)!.equals(await readFile(join(cliDir, n))), n).toBe(true);
   });
 
+  test('a Llama model (weights, config, tokenizer) → GGUF Q8_0 in the page: the bytes of tensorport convert DIR out.gguf --gguf-type Q8_0', async () => {
+    const dir = fixture('gguf/hf-models/llama');
+    await open(join(dir, 'model.safetensors'), join(dir, 'config.json'), join(dir, 'tokenizer.json'), join(dir, 'tokenizer_config.json'));
+    expect(await convertInPage(page, { to: 'gguf', ggufType: 'Q8_0' })).toBe('done');
+    expect(await page.getAttribute('#convert-valid', 'data-valid')).toBe('true');
+    expect(await page.textContent('#convert-cli')).toBe('tensorport convert model.safetensors model.gguf --gguf-type Q8_0');
+    const out = (await pickedFiles(page)).get('model.gguf')!;
+    const r = await runCli(['convert', dir, join(work, 'llama.gguf'), '--gguf-type', 'Q8_0']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(out.equals(await readFile(join(work, 'llama.gguf')))).toBe(true);
+    // The tokenizer came along: what llama.cpp needs to load it (packages/lib/test/llama-cpp.interop.test.ts runs it).
+    expect(out.includes(Buffer.from('tokenizer.ggml.merges'))).toBe(true);
+  });
+
   test('no request left the page during any conversion, and nothing failed in the console', () => {
     expect(requests).toEqual([]);
     expect(errors).toEqual([]);

@@ -3,8 +3,11 @@
  * (the page shows it, the tests run it). Plain structured-clonable data.
  */
 
-/** Output kinds of the panel: one safetensors file, a sharded directory, an .npz, a torch .pt. */
-export type OutputKind = 'safetensors' | 'safetensors-sharded' | 'npz' | 'torch';
+/** Output kinds of the panel: one safetensors file, a sharded directory, an .npz, a torch .pt, a GGUF. */
+export type OutputKind = 'safetensors' | 'safetensors-sharded' | 'npz' | 'torch' | 'gguf';
+
+/** The ggml types the panel offers for a GGUF (the CLI's --gguf-type; none: the input's float type). */
+export const GGUF_TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1'] as const;
 
 /** An MLX step before the write: the library's dequantizeStep or quantizeStep (config.json from the drop). */
 export type MlxChoice = { op: 'dequantize' } | { op: 'quantize'; mode: 'affine' | 'mxfp4' | 'mxfp8' | 'nvfp4'; bits?: number; groupSize?: number };
@@ -15,6 +18,8 @@ export interface ConvertChoice {
   mlx?: MlxChoice;
   /** Largest shard in tensor bytes (sharded output only). */
   maxShardSize?: number;
+  /** GGUF output: the ggml type of the matrices. */
+  ggufType?: (typeof GGUF_TYPES)[number];
 }
 
 /** Where the output goes: a handle the person picked, or the origin-private file system (then offered as downloads). */
@@ -62,7 +67,7 @@ export type ConvertResponse =
 /** The OPFS directory the fallback writes into; emptied before each conversion. */
 export const OPFS_DIR = 'tensorport-output';
 
-const EXTENSIONS: Record<Exclude<OutputKind, 'safetensors-sharded'>, string> = { safetensors: '.safetensors', npz: '.npz', torch: '.pt' };
+const EXTENSIONS: Record<Exclude<OutputKind, 'safetensors-sharded'>, string> = { safetensors: '.safetensors', npz: '.npz', torch: '.pt', gguf: '.gguf' };
 
 /** The output file's suggested name: the input's stem with the output's extension. */
 export function suggestedName(input: string, to: OutputKind): string {
@@ -86,5 +91,6 @@ export function cliCommand(input: string, out: string, c: ConvertChoice): string
   // quantize has no cast (the page offers none with it); dequantize's --dtype is its output dtype
   if (c.dtype) parts.push('--dtype', c.dtype);
   if (c.to === 'safetensors-sharded' && c.maxShardSize !== undefined) parts.push('--max-shard-size', String(c.maxShardSize));
+  if (c.to === 'gguf' && c.ggufType) parts.push('--gguf-type', c.ggufType);
   return parts.map((p) => (/^[\w./@:-]+$/.test(p) ? p : `'${p.replace(/'/g, `'\\''`)}'`)).join(' ');
 }

@@ -51,6 +51,7 @@ export async function runConversion(req: ConvertRequest, post: (m: ConvertRespon
         ...(choice.dtype && choice.mlx?.op !== 'dequantize' ? { dtype: choice.dtype } : {}),
         ...(step ? { transform: step.transform } : {}),
         ...(directory && choice.maxShardSize !== undefined ? { write: { safetensors: { maxShardSize: choice.maxShardSize } } } : {}),
+        ...(choice.to === 'gguf' && choice.ggufType ? { gguf: { type: choice.ggufType } } : {}),
         onProgress: (done, total) => {
           const now = performance.now();
           if (now - last < PROGRESS_MS && done < total) return;

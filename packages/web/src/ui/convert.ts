@@ -1,5 +1,5 @@
 import type { Report } from '../inspect/report.ts';
-import { cliCommand, suggestedName, type ConvertChoice, type MlxChoice, type ConvertRequest, type ConvertResponse, type Converted, type Destination, type OutputKind } from '../convert/protocol.ts';
+import { cliCommand, GGUF_TYPES, suggestedName, type ConvertChoice, type MlxChoice, type ConvertRequest, type ConvertResponse, type Converted, type Destination, type OutputKind } from '../convert/protocol.ts';
 import { clear, h } from './dom.ts';
 import { formatBytes, formatMs } from './format.ts';
 
@@ -25,6 +25,7 @@ const KINDS: Array<[OutputKind, string]> = [
   ['safetensors-sharded', 'safetensors, sharded (a folder: shards + index)'],
   ['npz', 'NumPy .npz'],
   ['torch', 'PyTorch .pt'],
+  ['gguf', 'GGUF (llama.cpp; a Llama, Mistral or Qwen2 model with its config and tokenizer runs)'],
 ];
 
 export interface ConvertPanel {
@@ -39,6 +40,8 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
   const dtype = h('select', { id: 'convert-dtype' }, h('option', { value: '' }, 'keep dtypes'), h('option', { value: 'f16' }, 'F16'), h('option', { value: 'bf16' }, 'BF16'), h('option', { value: 'f32' }, 'F32'));
   const shard = h('input', { id: 'convert-shard', type: 'number', min: '1', step: 'any', value: '5000', inputmode: 'decimal' });
   const shardRow = h('label', { class: 'field', id: 'convert-shard-field', hidden: true }, 'Max shard size (MB, 10⁶ bytes) ', shard);
+  const ggufType = h('select', { id: 'convert-gguf-type' }, h('option', { value: '' }, 'keep the float type'), ...GGUF_TYPES.map((t) => h('option', { value: t }, t)));
+  const ggufRow = h('label', { class: 'field', id: 'convert-gguf-field', hidden: true }, 'ggml type of the matrices ', ggufType);
   const start = h('button', { type: 'button', id: 'convert-start', class: 'primary' }, 'Convert and save…');
   const cancel = h('button', { type: 'button', id: 'convert-cancel', hidden: true }, 'Cancel');
   const bar = h('progress', { id: 'convert-progress', max: 1, value: 0, hidden: true });
@@ -68,15 +71,20 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
     // quantize writes U32 codes and the scales' dtype: no cast beside it
     if (dtype.value && step?.op !== 'quantize') c.dtype = dtype.value as ConvertChoice['dtype'] & string;
     if (kind === 'safetensors-sharded') c.maxShardSize = Math.round(Number(shard.value) * 1e6);
+    if (kind === 'gguf') {
+      delete c.dtype; // the ggml type says it (as convert, which casts nothing into a GGUF)
+      if (ggufType.value) c.ggufType = ggufType.value as (typeof GGUF_TYPES)[number];
+    }
     return c;
   };
   const refresh = () => {
     shardRow.hidden = to.value !== 'safetensors-sharded';
+    ggufRow.hidden = to.value !== 'gguf';
     affineRow.hidden = quantize.value !== 'affine';
-    dtype.disabled = mlx()?.op === 'quantize';
+    dtype.disabled = mlx()?.op === 'quantize' || to.value === 'gguf';
     cli.textContent = cliCommand(input, suggestedName(input, choice().to), choice());
   };
-  for (const el of [to, dtype, dequantize, quantize, qbits, qgroup]) el.addEventListener('change', refresh);
+  for (const el of [to, dtype, dequantize, quantize, qbits, qgroup, ggufType]) el.addEventListener('change', refresh);
   shard.addEventListener('input', refresh);
   refresh();
 
@@ -162,7 +170,7 @@ export function convertPanel(report: Report, files: File[], worker: Worker, next
       'section',
       { class: 'card convert', id: 'convert', 'aria-labelledby': 'convert-title' },
       h('h2', { id: 'convert-title' }, 'Convert'),
-      h('div', { class: 'convert-form' }, h('label', { class: 'field' }, 'Output ', to), h('label', { class: 'field' }, 'Cast ', dtype), shardRow),
+      h('div', { class: 'convert-form' }, h('label', { class: 'field' }, 'Output ', to), h('label', { class: 'field' }, 'Cast ', dtype), shardRow, ggufRow),
       quantized
         ? h('p', { id: 'convert-mlx' }, h('label', { class: 'field' }, dequantize, ' Dequantize the MLX layers (to the scales’ dtype, or the cast’s; bits and group size from config.json when dropped with the model). Unticked: packed weights, scales and biases are written as they are.'))
         : h('p', { id: 'convert-mlx' }, h('label', { class: 'field' }, 'MLX quantize ', quantize), affineRow, h('span', { class: 'muted' }, ' as mlx_lm.convert does (Linear and Embedding weights; config.json from the drop). A folder output is an mlx-lm model directory.')),

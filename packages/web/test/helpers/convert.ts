@@ -12,7 +12,9 @@ import { REPO_DIR } from './browser.ts';
 export const CLI = join(REPO_DIR, 'packages/cli/bin/tensorport.cjs');
 
 export interface PanelChoice {
-  to?: 'safetensors' | 'safetensors-sharded' | 'npz' | 'torch';
+  to?: 'safetensors' | 'safetensors-sharded' | 'npz' | 'torch' | 'gguf';
+  /** GGUF output: the ggml type ('' keeps the float type). */
+  ggufType?: string;
   dtype?: '' | 'f16' | 'bf16' | 'f32';
   /** MB (10^6 bytes). */
   shardMb?: number;
@@ -42,13 +44,15 @@ export async function withoutPickers(page: Page): Promise<void> {
 /** Chooses the options, clicks Convert, waits for the outcome: done, failed or cancelled. */
 export async function convertInPage(page: Page, c: PanelChoice, timeout = 60_000): Promise<string> {
   await page.selectOption('#convert-to', c.to ?? 'safetensors');
-  await page.selectOption('#convert-dtype', c.dtype ?? '');
+  // GGUF output has no cast (the ggml type says it): the select is disabled then
+  if (c.to !== 'gguf') await page.selectOption('#convert-dtype', c.dtype ?? '');
   if (c.quantize) {
     await page.selectOption('#convert-quantize', c.quantize.mode);
     if (c.quantize.bits !== undefined) await page.selectOption('#convert-quant-bits', String(c.quantize.bits));
     if (c.quantize.groupSize !== undefined) await page.selectOption('#convert-quant-group', String(c.quantize.groupSize));
   } else if (await page.$('#convert-quantize')) await page.selectOption('#convert-quantize', '');
   if (c.shardMb !== undefined) await page.fill('#convert-shard', String(c.shardMb));
+  if (c.to === 'gguf') await page.selectOption('#convert-gguf-type', c.ggufType ?? '');
   await page.evaluate(() => {
     delete document.body.dataset.convert;
   });
