@@ -19,4 +19,4 @@ export { mlxAffineToGguf, mlxMxfp4ToGguf, mlxLayerToGguf, type MlxAffineWeight, 
 export { ggufFormat, type GgufOpenOptions, type GgufFormatWriteOptions } from './format.ts';
 export { summarizeGguf, type GgufSummary } from './summary.ts';
 export { ggufIdentifier, GGUF_KINDS } from './identify.ts';
-export { llamaCppFindings } from './llama/loadable.ts';
+export { checksLlamaCppArchitecture, llamaCppFindings } from './llama/loadable.ts';

@@ -121,6 +121,9 @@ describe('metadata', () => {
     expect(ggufArchitecture({ architectures: ['MistralForCausalLM'] })).toEqual({ name: 'llama', permuteQK: true });
     expect(ggufArchitecture({ model_type: 'llama' })).toEqual({ name: 'llama', permuteQK: true });
     expect(ggufArchitecture({ architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2' })).toEqual({ name: 'qwen2', permuteQK: false });
+    expect(ggufArchitecture({ architectures: ['Qwen3ForCausalLM'] })).toEqual({ name: 'qwen3', permuteQK: false });
+    expect(hfToGgufName('model.layers.3.self_attn.q_norm.weight')).toBe('blk.3.attn_q_norm.weight');
+    expect(ggufToHfName('blk.3.attn_k_norm.weight')).toBe('model.layers.3.self_attn.k_norm.weight');
     expect(ggufArchitecture({ architectures: ['GPT2LMHeadModel'], model_type: 'gpt2' })).toBeNull();
     expect(ggufArchitecture(undefined)).toBeNull();
     const kv = new Map(llamaMetadata(CONFIG, { architecture: 'qwen2' }));

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ggufArchitecture, gguf, llamaCppFindings, llamaToGguf, openGguf, writeGguf, type GgufValue, type GgufWriteTensor, type LlamaConfig } from '../src/index.ts';
 import { FIX } from './helpers.ts';
 
-async function converted(arch: 'qwen2' | 'llama') {
+async function converted(arch: 'qwen2' | 'qwen3' | 'llama') {
   const dir = new URL(`hf-models/${arch}/`, FIX);
   const json = async (name: string) => JSON.parse(await readFile(new URL(name, dir), 'utf8')) as Record<string, unknown>;
   const config = (await json('config.json')) as LlamaConfig;
@@ -26,8 +26,8 @@ async function written(tensors: readonly GgufWriteTensor[], kv: Iterable<readonl
 const messages = async (tensors: readonly GgufWriteTensor[], kv: Iterable<readonly [string, GgufValue]>) => llamaCppFindings(await written(tensors, kv)).map((f) => f.message);
 
 describe('llamaCppFindings', () => {
-  it('finds nothing in the GGUF tensorport writes from a Qwen2 and a Llama model directory', async () => {
-    for (const arch of ['qwen2', 'llama'] as const) {
+  it('finds nothing in the GGUF tensorport writes from a Qwen2, Qwen3 and Llama model directory', async () => {
+    for (const arch of ['qwen2', 'qwen3', 'llama'] as const) {
       const r = await converted(arch);
       expect(llamaCppFindings(await written(r.tensors, r.metadata))).toEqual([]);
     }
@@ -67,6 +67,17 @@ describe('llamaCppFindings', () => {
     const shortVocab = replaced('tokenizer.ggml.tokens', gguf.strings(Array.from({ length: 335 }, (_, i) => `t${i}`)));
     const found = await messages(r.tensors, shortVocab.map(([k, v]): [string, GgufValue] => [k, k === 'tokenizer.ggml.token_type' ? gguf.array('INT32', new Int32Array(335)) : v]));
     expect(found).toEqual(["tensor token_embd.weight has dims [64, 336]; llama.cpp's qwen2 graph makes [64, 335]"]);
+  });
+
+  it('qwen3: its per-head q/k norms are required, sized by key_length (head_dim 32, not hidden/heads 16)', async () => {
+    const r = await converted('qwen3');
+    expect(await messages(r.tensors.filter((t) => t.name !== 'blk.1.attn_k_norm.weight'), r.metadata)).toEqual(["llama.cpp's qwen3 graph needs tensor blk.1.attn_k_norm.weight; it is missing"]);
+    const q = r.tensors.find((t) => t.name === 'blk.0.attn_q.weight')!;
+    expect(q.shape).toEqual([128, 64]);
+    const noKeyLength = r.metadata.filter(([k]) => k !== 'qwen3.attention.key_length' && k !== 'qwen3.attention.value_length');
+    const found = await messages(r.tensors, noKeyLength);
+    expect(found).toContain("tensor blk.0.attn_q.weight has dims [64, 128]; llama.cpp's qwen3 graph makes [64, 64]");
+    expect(found).toContain("tensor blk.0.attn_q_norm.weight has dims [32]; llama.cpp's qwen3 graph makes [16]");
   });
 
   it('checks rope.dimension_count against the head size for llama, and nothing of other architectures', async () => {

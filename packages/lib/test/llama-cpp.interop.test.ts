@@ -49,6 +49,7 @@ const CASES = [
   { arch: 'llama', gguf: 'llama' },
   { arch: 'mistral', gguf: 'llama' },
   { arch: 'qwen2', gguf: 'qwen2' },
+  { arch: 'qwen3', gguf: 'qwen3' },
 ] as const;
 
 describe.skipIf(!prefix)('HF model directory → GGUF → llama.cpp: same logits, same tokens', () => {

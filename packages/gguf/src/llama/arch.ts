@@ -3,21 +3,23 @@
  * the same tensor names (blk.N.attn_q, ffn_gate, …) and the same hyperparameter keys under their
  * GGUF architecture's prefix. What differs is a table row, as in convert_hf_to_gguf.py's model
  * classes: MistralModel is LlamaModel with another name; Qwen2Model has its own graph, whose RoPE
- * rotates NeoX halves, so its Q/K rows are written as transformers holds them.
+ * rotates NeoX halves, so its Q/K rows are written as transformers holds them; Qwen3 is Qwen2's
+ * graph without biases and with an RMS norm over each head's q and k (attn_q_norm, attn_k_norm).
  */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys (`llama.block_count`, `qwen2.block_count`). */
-  readonly name: 'llama' | 'qwen2';
+  readonly name: 'llama' | 'qwen2' | 'qwen3';
   /** Q/K rows reordered for llama.cpp's adjacent-pair RoPE (llama/names.ts permutedHeads). */
   readonly permuteQK: boolean;
 }
 
 const LLAMA: GgufArchitecture = { name: 'llama', permuteQK: true };
 const QWEN2: GgufArchitecture = { name: 'qwen2', permuteQK: false };
+const QWEN3: GgufArchitecture = { name: 'qwen3', permuteQK: false };
 
 /** By config.json's `architectures[0]`, then by its `model_type`. */
-const BY_CLASS: Readonly<Record<string, GgufArchitecture>> = { LlamaForCausalLM: LLAMA, MistralForCausalLM: LLAMA, Qwen2ForCausalLM: QWEN2 };
-const BY_MODEL_TYPE: Readonly<Record<string, GgufArchitecture>> = { llama: LLAMA, mistral: LLAMA, qwen2: QWEN2 };
+const BY_CLASS: Readonly<Record<string, GgufArchitecture>> = { LlamaForCausalLM: LLAMA, MistralForCausalLM: LLAMA, Qwen2ForCausalLM: QWEN2, Qwen3ForCausalLM: QWEN3 };
+const BY_MODEL_TYPE: Readonly<Record<string, GgufArchitecture>> = { llama: LLAMA, mistral: LLAMA, qwen2: QWEN2, qwen3: QWEN3 };
 
 /** The HF classes tensorport writes as a runnable GGUF (for messages and docs). */
 export const GGUF_MODEL_CLASSES: readonly string[] = Object.keys(BY_CLASS);

@@ -1,6 +1,6 @@
 /**
  * Would llama.cpp load this GGUF as a model? For the architectures tensorport writes (llama,
- * qwen2: arch.ts), the checks llama.cpp's loader makes before it runs anything, each a finding
+ * qwen2, qwen3: arch.ts), the checks llama.cpp's loader makes before it runs anything, each a finding
  * naming the key or tensor (reference notes §4.6, §2.1 rules 16–17):
  * - required keys with the exact type it reads (UINT32 counts, FLOAT32 epsilon);
  * - a tokenizer: a known tokenizer.ggml.model, its tokens, merges for gpt2, scores and token types
@@ -18,10 +18,12 @@ import type { GgufValue } from '../values.ts';
 
 const TOKENIZER_MODELS = new Set(['llama', 'gpt2', 'bert', 't5', 'rwkv', 'plamo2', 'none', 'no_vocab']);
 /** The graphs checked. Biases are optional in both (llama.cpp loads a qwen2 file without them). */
-const ARCHITECTURES = new Set(['llama', 'qwen2']);
+const ARCHITECTURES = new Set(['llama', 'qwen2', 'qwen3']);
+/** Per-head q/k norms the graph requires (qwen3). */
+const QK_NORMS: Readonly<Record<string, boolean>> = { llama: false, qwen2: false, qwen3: true };
 const OPTIONAL_GLOBAL = new Set(['output.weight', 'rope_freqs.weight']);
 /** Biases each graph reads when present (llama: all four; qwen2: q/k/v). */
-const LAYER_BIASES: Readonly<Record<string, readonly string[]>> = { llama: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output.bias'], qwen2: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias'] };
+const LAYER_BIASES: Readonly<Record<string, readonly string[]>> = { llama: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output.bias'], qwen2: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias'], qwen3: [] };
 
 function uint32(kv: ReadonlyMap<string, GgufValue>, key: string, required: boolean, out: Finding[]): number | undefined {
   const v = kv.get(key);
@@ -39,6 +41,11 @@ function uint32(kv: ReadonlyMap<string, GgufValue>, key: string, required: boole
 function arrayLength(v: GgufValue | undefined, elementType: string): number | null {
   if (v?.type !== 'ARRAY' || v.value.elementType !== elementType) return null;
   return (v.value.values as ArrayLike<unknown>).length;
+}
+
+/** True for the architectures llamaCppFindings checks (the others get no finding, checked or not). */
+export function checksLlamaCppArchitecture(name: string | null): boolean {
+  return name !== null && ARCHITECTURES.has(name);
 }
 
 /** Findings that say why llama.cpp would refuse `file` as a model; empty when it would load it (or its architecture is not one tensorport checks). */
@@ -94,6 +101,10 @@ export function llamaCppFindings(file: GgufFile): Finding[] {
     want.set(`${b}ffn_gate.weight`, [embd, ff]);
     want.set(`${b}ffn_up.weight`, [embd, ff]);
     want.set(`${b}ffn_down.weight`, [ff, embd]);
+    if (QK_NORMS[a]) {
+      want.set(`${b}attn_q_norm.weight`, [headDim]);
+      want.set(`${b}attn_k_norm.weight`, [headDim]);
+    }
   }
   const biasDims: Readonly<Record<string, number>> = { 'attn_q.bias': q, 'attn_k.bias': kvDim, 'attn_v.bias': kvDim, 'attn_output.bias': embd };
   const have = new Map(file.tensors.map((t) => [t.name, t.dims]));

@@ -1,6 +1,6 @@
 /** What `inspect` adds for a GGUF file: the model summary, ggml types, and metadata with the vocabulary cut short. */
 import { TensorportError, type Checkpoint, type DType, type Finding, type TensorDescriptor } from '@tensorport/core';
-import { llamaCppFindings, summarizeGguf, valueToString, type GgufFile, type GgufSummary } from '@tensorport/gguf';
+import { checksLlamaCppArchitecture, llamaCppFindings, summarizeGguf, valueToString, type GgufFile, type GgufSummary } from '@tensorport/gguf';
 
 /** Metadata arrays (tokens, merges, scores) longer than this are cut in `inspect` unless `fullMetadata` is asked for. */
 export const INSPECT_ARRAY_ELEMENTS = 16;
@@ -12,7 +12,7 @@ export interface GgufInspectSummary extends GgufSummary {
   dataOffset: number;
   /**
    * Would llama.cpp load it as a model (keys, tokenizer, tensor shapes of its architecture)?
-   * null when its architecture is not one tensorport checks (llama, qwen2); the reasons are the
+   * null when its architecture is not one tensorport checks (llama, qwen2, qwen3); the reasons are the
    * GgufNotLoadable warnings.
    */
   llamaCpp: 'loads' | 'refused' | null;
@@ -24,8 +24,7 @@ export function asGguf(checkpoint: Checkpoint): GgufFile | null {
 
 export function ggufSummary(file: GgufFile): GgufInspectSummary {
   const summary = summarizeGguf(file);
-  const checked = summary.architecture === 'llama' || summary.architecture === 'qwen2';
-  const llamaCpp = checked ? (llamaCppFindings(file).length === 0 ? 'loads' : 'refused') : null;
+  const llamaCpp = checksLlamaCppArchitecture(summary.architecture) ? (llamaCppFindings(file).length === 0 ? 'loads' : 'refused') : null;
   return { ...summary, version: file.version, alignment: file.alignment, dataOffset: file.dataOffset, llamaCpp };
 }
 
