@@ -14,6 +14,7 @@ export { permuteQK, qkRowOrder } from './llama/permute.ts';
 export { llamaMetadata, llamaConfigFromGguf, llamaHeads, type LlamaConfig } from './llama/config.ts';
 export { bpePreTokenizer, llamaTokenizerMetadata, TOKEN_TYPE, type TokenizerMetadataOptions } from './llama/tokenizer.ts';
 export { ggufArchitecture, GGUF_MODEL_CLASSES, type GgufArchitecture } from './llama/arch.ts';
+export { llama3RopeFactors, ropeScalingMetadata } from './llama/rope.ts';
 export { llamaToGguf, llamaFromGguf, type LlamaToGgufOptions, type LlamaToGgufResult, type LlamaFromGgufOptions, type LlamaFromGgufResult } from './llama/convert.ts';
 export { mlxAffineToGguf, mlxMxfp4ToGguf, mlxLayerToGguf, type MlxAffineWeight, type MlxMxfp4Weight, type MlxToGgufOptions, type MlxToGgufReport } from './mlx.ts';
 export { ggufFormat, type GgufOpenOptions, type GgufFormatWriteOptions } from './format.ts';

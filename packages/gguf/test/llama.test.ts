@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { BytesSource, MemorySink, TensorportError, openSafetensors, type TensorDescriptor } from '@tensorport/core';
 import { describe, expect, it } from 'vitest';
 import {
-  bpePreTokenizer, dequantizeBlocks, ggufArchitecture, ggufToHfName, hfToGgufName, llamaConfigFromGguf, llamaFromGguf, llamaToGguf, openGguf, writeGguf, llamaMetadata, llamaTokenizerMetadata, permuteQK, qkRowOrder, TOKEN_TYPE, type GgufValue, type LlamaConfig,
+  bpePreTokenizer, dequantizeBlocks, ggufArchitecture, ggufToHfName, llama3RopeFactors, hfToGgufName, llamaConfigFromGguf, llamaFromGguf, llamaToGguf, openGguf, writeGguf, llamaMetadata, llamaTokenizerMetadata, permuteQK, qkRowOrder, TOKEN_TYPE, type GgufValue, type LlamaConfig,
 } from '../src/index.ts';
 import { FIX, bytesOf } from './helpers.ts';
 
@@ -115,6 +115,27 @@ describe('metadata', () => {
     // An id past the vocabulary is no token: left out rather than written for llama.cpp to refuse.
     const kv2 = new Map(llamaTokenizerMetadata(bpe, {}, { modelConfig: { eos_token_id: 99 } }));
     expect(kv2.has('tokenizer.ggml.eos_token_id')).toBe(false);
+  });
+
+  it('rope scaling: yarn keys with the original context and its factors; llama3 as frequency factors, none for default', () => {
+    const yarn = new Map(llamaMetadata({ ...CONFIG, rope_parameters: { rope_theta: 1e6, rope_type: 'yarn', factor: 4, original_max_position_embeddings: 32768, beta_fast: 32, attention_factor: 1.1 } }));
+    expect(yarn.get('llama.rope.scaling.type')).toEqual({ type: 'STRING', value: 'yarn' });
+    expect(yarn.get('llama.rope.scaling.factor')).toEqual({ type: 'FLOAT32', value: 4 });
+    expect(yarn.get('llama.rope.scaling.original_context_length')).toEqual({ type: 'UINT32', value: 32768 });
+    expect(yarn.get('llama.rope.scaling.yarn_beta_fast')).toEqual({ type: 'FLOAT32', value: 32 });
+    expect(yarn.get('llama.rope.scaling.yarn_attn_factor')).toEqual({ type: 'FLOAT32', value: 1.1 });
+    expect(yarn.has('llama.rope.scaling.yarn_beta_slow')).toBe(false);
+    const l3 = { ...CONFIG, rope_parameters: { rope_theta: 500000, rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 } };
+    expect([...new Map(llamaMetadata(l3)).keys()].some((k) => k.startsWith('llama.rope.scaling'))).toBe(false);
+    // Llama 3.1 8B's head (128): the shortest wavelengths keep factor 1, the longest get 8, a blend between.
+    const f = llama3RopeFactors(l3, 128)!;
+    expect(f.length).toBe(64);
+    expect(f[0]).toBe(1);
+    expect(f[63]).toBe(8);
+    const blended = [...f].filter((x) => x > 1 && x < 8);
+    expect(blended.length).toBeGreaterThan(0);
+    expect([...f]).toEqual([...f].sort((a, b) => a - b));
+    expect(llama3RopeFactors(CONFIG, 16)).toBeNull();
   });
 
   it('maps Llama, Mistral and Qwen2 configs to their GGUF architecture; Qwen2 keeps its Q/K rows and writes qwen2.* keys', () => {

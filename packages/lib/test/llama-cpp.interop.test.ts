@@ -47,6 +47,7 @@ function maxAbsDiff(a: readonly (readonly (number | null)[])[], b: readonly (rea
 
 const CASES = [
   { arch: 'llama', gguf: 'llama' },
+  { arch: 'llama31', gguf: 'llama' },
   { arch: 'mistral', gguf: 'llama' },
   { arch: 'qwen2', gguf: 'qwen2' },
   { arch: 'qwen3', gguf: 'qwen3' },
@@ -101,6 +102,20 @@ describe.skipIf(!prefix)('HF model directory → GGUF → llama.cpp: same logits
       }
     });
   }
+
+  it('Llama 3.1 rope scaling lives in rope_freqs.weight: without it llama.cpp misses transformers by more than the bar', { timeout: 180_000 }, async () => {
+    const expected = JSON.parse(await readFile(join(MODELS, 'llama31.expected.json'), 'utf8')) as Expected;
+    const output = join(dir, 'llama31-check.gguf');
+    await convertPath({ input: join(MODELS, 'llama31'), output, gguf: { type: 'F32' }, fsync: false });
+    const file = await openGguf(new BytesSource(new Uint8Array(await readFile(output))));
+    expect(file.tensors.find((t) => t.name === 'rope_freqs.weight')?.logicalShape).toEqual([8]);
+    const sink = new MemorySink();
+    await writeGguf(file.tensors.filter((t) => t.name !== 'rope_freqs.weight'), [...file.kv], sink);
+    const without = join(dir, 'llama31-no-rope-freqs.gguf');
+    await writeFile(without, sink.bytes());
+    const got = await runLlamaCpp(prefix!, without, expected.prompt, []);
+    expect(maxAbsDiff(got.logits, expected.logits)).toBeGreaterThan(1.5e-3);
+  });
 
   it('an MLX-quantized Llama (mlx-lm layout, 4 bits, group 32, f16 scales): blocks kept as Q4_1, loaded, logits as the dequantized weights give, tokens carried', { timeout: 300_000 }, async () => {
     const expected = JSON.parse(await readFile(join(MODELS, 'llama.expected.json'), 'utf8')) as Expected;

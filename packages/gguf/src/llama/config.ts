@@ -1,6 +1,7 @@
 import { TensorportError } from '@tensorport/core';
 import { float32String, gguf, type GgufValue } from '../values.ts';
 import type { GgufArchitecture } from './arch.ts';
+import { ropeScalingMetadata } from './rope.ts';
 
 /** The fields of a HF LlamaConfig (config.json) that the GGUF metadata carries. */
 export interface LlamaConfig {
@@ -13,14 +14,14 @@ export interface LlamaConfig {
   rms_norm_eps: number;
   rope_theta?: number;
   /** transformers ≥ 5 keeps rope_theta (and the scaling) here. */
-  rope_parameters?: { rope_theta?: number; rope_type?: string; type?: string; factor?: number } | null;
+  rope_parameters?: ({ rope_theta?: number; rope_type?: string; type?: string; factor?: number } & Record<string, unknown>) | null;
   vocab_size: number;
   head_dim?: number;
   tie_word_embeddings?: boolean;
   bos_token_id?: number | null;
   eos_token_id?: number | number[] | null;
   pad_token_id?: number | null;
-  rope_scaling?: { rope_type?: string; type?: string; factor?: number } | null;
+  rope_scaling?: ({ rope_type?: string; type?: string; factor?: number } & Record<string, unknown>) | null;
   [key: string]: unknown;
 }
 
@@ -74,11 +75,7 @@ export function llamaMetadata(config: LlamaConfig, options: { name?: string; fil
     kv.push([`${A}.attention.key_length`, gguf.u32(headDim)], [`${A}.attention.value_length`, gguf.u32(headDim)]);
   }
   kv.push([`${A}.vocab_size`, gguf.u32(need(config, 'vocab_size'))], [`${A}.rope.dimension_count`, gguf.u32(headDim)]);
-  const rs = config.rope_scaling ?? config.rope_parameters;
-  const rsType = rs ? rs.rope_type ?? rs.type : undefined;
-  if (rs && (rsType === 'linear' || rsType === 'yarn') && typeof rs.factor === 'number') {
-    kv.push([`${A}.rope.scaling.type`, gguf.str(rsType)], [`${A}.rope.scaling.factor`, gguf.f32(rs.factor)]);
-  }
+  kv.push(...ropeScalingMetadata(A, config));
   if (options.fileType !== undefined) kv.push(['general.file_type', gguf.u32(options.fileType)]);
   kv.push(['general.quantization_version', gguf.u32(2)]);
   return kv;

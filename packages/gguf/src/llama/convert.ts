@@ -10,6 +10,7 @@ import { ggufToHfName, hfToGgufName, isSkippedHfName, permutedHeads } from './na
 import { permuteQK } from './permute.ts';
 import { llamaTokenizerMetadata } from './tokenizer.ts';
 import type { GgufArchitecture } from './arch.ts';
+import { f32Tensor, llama3RopeFactors } from './rope.ts';
 
 /** general.file_type (llama_ftype) for each whole-model output type. */
 const FILE_TYPE: Readonly<Record<string, number>> = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 7, Q5_0: 8, Q5_1: 9, BF16: 32, TQ1_0: 36, TQ2_0: 37 };
@@ -95,6 +96,9 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
     if (type.dtype) out.push(castDescriptor(src, type.dtype as CastTarget, { strict: true }));
     else out.push(quantizeDescriptor(src, type));
   }
+  // Llama 3.1+: the converter's generated frequency factors, which llama.cpp's llama graph reads.
+  const factors = arch.name === 'llama' ? llama3RopeFactors(config, llamaHeads(config).headDim) : null;
+  if (factors) out.push(f32Tensor('rope_freqs.weight', factors));
   const metadata = llamaMetadata(config, { ...(options.name ? { name: options.name } : {}), fileType: BLOCK_FILE_TYPE[fileType]!, architecture: arch.name });
   if (options.tokenizer !== undefined) {
     metadata.push(...llamaTokenizerMetadata(options.tokenizer, options.tokenizerConfig ?? {}, { ...(options.tokenizerPre ? { pre: options.tokenizerPre } : {}), vocabSize: config.vocab_size, modelConfig: config }));
