@@ -80,7 +80,11 @@ function llamaBack(file: GgufFile, options: FromGgufOptions): Transformed {
     tensors = kept.tensors.map((t, i) => (isBlock(kept.metadata.get(`gguf.type.${t.name}`) ?? 'U8') ? f32[i]! : t));
   }
   const config = JSON.stringify(result.config, null, 2) + '\n';
-  return { tensors, metadata: result.metadata, files: [{ name: CONFIG_FILE, bytes: TEXT.encode(config) }] };
+  // Llama 3.1's scaling lives in this tensor; its factors do not give back the config's parameters.
+  const warnings: Finding[] = result.skipped.includes('rope_freqs.weight')
+    ? [{ code: 'GgufRopeFreqsDropped', tensor: 'rope_freqs.weight', message: "rope_freqs.weight (Llama 3.1-style RoPE scaling) has no transformers tensor and config.json gets no rope_parameters from it: add the original model's rope_parameters (rope_type llama3, factor, low/high_freq_factor, original_max_position_embeddings) to config.json, or transformers computes other logits" }]
+    : [];
+  return { tensors, metadata: result.metadata, files: [{ name: CONFIG_FILE, bytes: TEXT.encode(config) }], warnings };
 }
 
 /**
