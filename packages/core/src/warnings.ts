@@ -40,7 +40,7 @@ export const WARNING_CODES = Object.freeze({
   GgufNonContiguousLayout: 'GGUF tensor data is not laid out back to back',
   GgufTypeFallback: 'tensors whose rows are not whole blocks of the asked ggml type were written as F16',
   GgufRopeFreqsDropped: "a GGUF's rope_freqs.weight (Llama 3.1 RoPE scaling) was not written: config.json needs the original rope_parameters for transformers to compute the same",
-  GgufNotLoadable: 'a GGUF model of an architecture tensorport maps (llama, qwen2, qwen3) lacks what llama.cpp needs to load it: a key, its type, the tokenizer, or a tensor of the right shape (named)',
+  GgufNotLoadable: 'a GGUF model of an architecture tensorport maps (llama, qwen2, qwen3, phi3) lacks what llama.cpp needs to load it: a key, its type, the tokenizer, or a tensor of the right shape (named)',
   MlxBlocksKept: 'MLX-quantized layers carried into GGUF blocks losslessly (counted per ggml type)',
   MlxBlocksRequantized: 'an MLX-quantized layer no lossless ggml type holds was re-quantized (its measured error named)',
   MlxDequantized: 'MLX-quantized layers were dequantized as MLX computes them for a float GGUF output',

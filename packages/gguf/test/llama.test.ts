@@ -145,6 +145,10 @@ describe('metadata', () => {
     expect(ggufArchitecture({ architectures: ['Qwen3ForCausalLM'] })).toEqual({ name: 'qwen3', permuteQK: false });
     expect(hfToGgufName('model.layers.3.self_attn.q_norm.weight')).toBe('blk.3.attn_q_norm.weight');
     expect(ggufToHfName('blk.3.attn_k_norm.weight')).toBe('model.layers.3.self_attn.k_norm.weight');
+    expect(ggufArchitecture({ architectures: ['Phi3ForCausalLM'] })?.name).toBe('phi3');
+    expect(hfToGgufName('model.layers.2.self_attn.qkv_proj.weight', ggufArchitecture({ model_type: 'phi3' })!.layerNames)).toBe('blk.2.attn_qkv.weight');
+    expect(hfToGgufName('model.layers.2.self_attn.qkv_proj.weight')).toBeNull();
+    expect(ggufToHfName('blk.2.ffn_up.weight')).toBe('model.layers.2.mlp.up_proj.weight');
     expect(ggufArchitecture({ architectures: ['GPT2LMHeadModel'], model_type: 'gpt2' })).toBeNull();
     expect(ggufArchitecture(undefined)).toBeNull();
     const kv = new Map(llamaMetadata(CONFIG, { architecture: 'qwen2' }));

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ggufArchitecture, gguf, llamaCppFindings, llamaToGguf, openGguf, writeGguf, type GgufValue, type GgufWriteTensor, type LlamaConfig } from '../src/index.ts';
 import { FIX } from './helpers.ts';
 
-async function converted(arch: 'qwen2' | 'qwen3' | 'llama') {
+async function converted(arch: 'qwen2' | 'qwen3' | 'phi3' | 'llama') {
   const dir = new URL(`hf-models/${arch}/`, FIX);
   const json = async (name: string) => JSON.parse(await readFile(new URL(name, dir), 'utf8')) as Record<string, unknown>;
   const config = (await json('config.json')) as LlamaConfig;
@@ -27,7 +27,7 @@ const messages = async (tensors: readonly GgufWriteTensor[], kv: Iterable<readon
 
 describe('llamaCppFindings', () => {
   it('finds nothing in the GGUF tensorport writes from a Qwen2, Qwen3 and Llama model directory', async () => {
-    for (const arch of ['qwen2', 'qwen3', 'llama'] as const) {
+    for (const arch of ['qwen2', 'qwen3', 'phi3', 'llama'] as const) {
       const r = await converted(arch);
       expect(llamaCppFindings(await written(r.tensors, r.metadata))).toEqual([]);
     }
@@ -78,6 +78,21 @@ describe('llamaCppFindings', () => {
     const found = await messages(r.tensors, noKeyLength);
     expect(found).toContain("tensor blk.0.attn_q.weight has dims [64, 128]; llama.cpp's qwen3 graph makes [64, 64]");
     expect(found).toContain("tensor blk.0.attn_q_norm.weight has dims [32]; llama.cpp's qwen3 graph makes [16]");
+  });
+
+  it('phi3: fused attn_qkv and a double-width ffn_up, named and sized; its two keys', async () => {
+    const r = await converted('phi3');
+    const names = r.tensors.map((t) => t.name);
+    expect(names).toContain('blk.0.attn_qkv.weight');
+    expect(names.some((n) => /attn_[qkv]\.weight$|ffn_gate/.test(n))).toBe(false);
+    const kv = new Map(r.metadata);
+    expect(kv.get('general.architecture')).toEqual({ type: 'STRING', value: 'phi3' });
+    expect(kv.get('phi3.attention.sliding_window')).toEqual({ type: 'UINT32', value: 0 });
+    expect(kv.get('phi3.rope.scaling.original_context_length')).toEqual({ type: 'UINT32', value: 4096 });
+    const narrow: TensorDescriptor = { ...r.tensors.find((t) => t.name === 'blk.0.ffn_down.weight')!, name: 'blk.0.ffn_up.weight', shape: [64, 160] };
+    expect(await messages(r.tensors.map((t) => (t.name === 'blk.0.ffn_up.weight' ? { ...narrow, shape: [160, 64] } : t)), r.metadata)).toEqual([
+      "tensor blk.0.ffn_up.weight has dims [64, 160]; llama.cpp's phi3 graph makes [64, 320]",
+    ]);
   });
 
   it('checks rope.dimension_count against the head size for llama, and nothing of other architectures', async () => {

@@ -51,6 +51,7 @@ const CASES = [
   { arch: 'mistral', gguf: 'llama' },
   { arch: 'qwen2', gguf: 'qwen2' },
   { arch: 'qwen3', gguf: 'qwen3' },
+  { arch: 'phi3', gguf: 'phi3' },
 ] as const;
 
 describe.skipIf(!prefix)('HF model directory → GGUF → llama.cpp: same logits, same tokens', () => {

@@ -4,22 +4,34 @@
  * GGUF architecture's prefix. What differs is a table row, as in convert_hf_to_gguf.py's model
  * classes: MistralModel is LlamaModel with another name; Qwen2Model has its own graph, whose RoPE
  * rotates NeoX halves, so its Q/K rows are written as transformers holds them; Qwen3 is Qwen2's
- * graph without biases and with an RMS norm over each head's q and k (attn_q_norm, attn_k_norm).
+ * graph without biases and with an RMS norm over each head's q and k (attn_q_norm, attn_k_norm);
+ * Phi-3 keeps q, k and v fused (attn_qkv) and gate and up fused (a double-width ffn_up), as its graph
+ * reads them.
  */
 export interface GgufArchitecture {
   /** general.architecture, and the prefix of its keys (`llama.block_count`, `qwen2.block_count`). */
-  readonly name: 'llama' | 'qwen2' | 'qwen3';
+  readonly name: 'llama' | 'qwen2' | 'qwen3' | 'phi3';
   /** Q/K rows reordered for llama.cpp's adjacent-pair RoPE (llama/names.ts permutedHeads). */
   readonly permuteQK: boolean;
+  /** Per-layer HF → GGUF names this architecture adds to the llama table (llama/names.ts). */
+  readonly layerNames?: ReadonlyMap<string, string>;
 }
 
 const LLAMA: GgufArchitecture = { name: 'llama', permuteQK: true };
 const QWEN2: GgufArchitecture = { name: 'qwen2', permuteQK: false };
 const QWEN3: GgufArchitecture = { name: 'qwen3', permuteQK: false };
+const PHI3: GgufArchitecture = {
+  name: 'phi3',
+  permuteQK: false,
+  layerNames: new Map([
+    ['self_attn.qkv_proj.weight', 'attn_qkv.weight'],
+    ['mlp.gate_up_proj.weight', 'ffn_up.weight'],
+  ]),
+};
 
 /** By config.json's `architectures[0]`, then by its `model_type`. */
-const BY_CLASS: Readonly<Record<string, GgufArchitecture>> = { LlamaForCausalLM: LLAMA, MistralForCausalLM: LLAMA, Qwen2ForCausalLM: QWEN2, Qwen3ForCausalLM: QWEN3 };
-const BY_MODEL_TYPE: Readonly<Record<string, GgufArchitecture>> = { llama: LLAMA, mistral: LLAMA, qwen2: QWEN2, qwen3: QWEN3 };
+const BY_CLASS: Readonly<Record<string, GgufArchitecture>> = { LlamaForCausalLM: LLAMA, MistralForCausalLM: LLAMA, Qwen2ForCausalLM: QWEN2, Qwen3ForCausalLM: QWEN3, Phi3ForCausalLM: PHI3 };
+const BY_MODEL_TYPE: Readonly<Record<string, GgufArchitecture>> = { llama: LLAMA, mistral: LLAMA, qwen2: QWEN2, qwen3: QWEN3, phi3: PHI3 };
 
 /** The HF classes tensorport writes as a runnable GGUF (for messages and docs). */
 export const GGUF_MODEL_CLASSES: readonly string[] = Object.keys(BY_CLASS);

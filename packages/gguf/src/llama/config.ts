@@ -1,7 +1,7 @@
 import { TensorportError } from '@tensorport/core';
 import { float32String, gguf, type GgufValue } from '../values.ts';
 import type { GgufArchitecture } from './arch.ts';
-import { ropeScalingMetadata } from './rope.ts';
+import { ropeParameters, ropeScalingMetadata } from './rope.ts';
 
 /** The fields of a HF LlamaConfig (config.json) that the GGUF metadata carries. */
 export interface LlamaConfig {
@@ -74,7 +74,16 @@ export function llamaMetadata(config: LlamaConfig, options: { name?: string; fil
   if (typeof config.head_dim === 'number') {
     kv.push([`${A}.attention.key_length`, gguf.u32(headDim)], [`${A}.attention.value_length`, gguf.u32(headDim)]);
   }
-  kv.push([`${A}.vocab_size`, gguf.u32(need(config, 'vocab_size'))], [`${A}.rope.dimension_count`, gguf.u32(headDim)]);
+  // A partial rotary factor (Phi-3) rotates fewer dimensions, as the converter counts them.
+  const partial = ropeParameters(config)?.partial_rotary_factor ?? config.partial_rotary_factor;
+  const rotated = typeof partial === 'number' && partial > 0 && partial < 1 ? Math.floor(Math.floor(partial * need(config, 'hidden_size')) / heads) : headDim;
+  kv.push([`${A}.vocab_size`, gguf.u32(need(config, 'vocab_size'))], [`${A}.rope.dimension_count`, gguf.u32(rotated)]);
+  if (A === 'phi3') {
+    // The converter's two phi3 keys: the pre-extension context, and the sliding window (0: none).
+    const original = ropeParameters(config)?.original_max_position_embeddings ?? config.original_max_position_embeddings;
+    if (typeof original === 'number') kv.push([`${A}.rope.scaling.original_context_length`, gguf.u32(original)]);
+    kv.push([`${A}.attention.sliding_window`, gguf.u32(typeof config.sliding_window === 'number' ? config.sliding_window : 0)]);
+  }
   kv.push(...ropeScalingMetadata(A, config));
   if (options.fileType !== undefined) kv.push(['general.file_type', gguf.u32(options.fileType)]);
   kv.push(['general.quantization_version', gguf.u32(2)]);

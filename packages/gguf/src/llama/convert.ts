@@ -69,7 +69,7 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
       skipped.push(t.name);
       continue;
     }
-    const name = hfToGgufName(t.name);
+    const name = hfToGgufName(t.name, arch.layerNames);
     if (!name) throw new TensorportError('GgufInvalidModel', `tensor ${JSON.stringify(t.name)} has no GGUF llama name`, { tensor: t.name });
     const blocks = t as TensorDescriptor & Partial<BlockTensor>;
     if (blocks.ggmlType && blocks.logicalShape) {

@@ -1,6 +1,6 @@
 /**
  * Would llama.cpp load this GGUF as a model? For the architectures tensorport writes (llama,
- * qwen2, qwen3: arch.ts), the checks llama.cpp's loader makes before it runs anything, each a finding
+ * qwen2, qwen3, phi3: arch.ts), the checks llama.cpp's loader makes before it runs anything, each a finding
  * naming the key or tensor (reference notes §4.6, §2.1 rules 16–17):
  * - required keys with the exact type it reads (UINT32 counts, FLOAT32 epsilon);
  * - a tokenizer: a known tokenizer.ggml.model, its tokens, merges for gpt2, scores and token types
@@ -18,12 +18,12 @@ import type { GgufValue } from '../values.ts';
 
 const TOKENIZER_MODELS = new Set(['llama', 'gpt2', 'bert', 't5', 'rwkv', 'plamo2', 'none', 'no_vocab']);
 /** The graphs checked. Biases are optional in both (llama.cpp loads a qwen2 file without them). */
-const ARCHITECTURES = new Set(['llama', 'qwen2', 'qwen3']);
+const ARCHITECTURES = new Set(['llama', 'qwen2', 'qwen3', 'phi3']);
 /** Per-head q/k norms the graph requires (qwen3). */
-const QK_NORMS: Readonly<Record<string, boolean>> = { llama: false, qwen2: false, qwen3: true };
+const QK_NORMS: Readonly<Record<string, boolean>> = { llama: false, qwen2: false, qwen3: true, phi3: false };
 const OPTIONAL_GLOBAL = new Set(['output.weight', 'rope_freqs.weight']);
 /** Biases each graph reads when present (llama: all four; qwen2: q/k/v). */
-const LAYER_BIASES: Readonly<Record<string, readonly string[]>> = { llama: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output.bias'], qwen2: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias'], qwen3: [] };
+const LAYER_BIASES: Readonly<Record<string, readonly string[]>> = { llama: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output.bias'], qwen2: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias'], qwen3: [], phi3: [] };
 
 function uint32(kv: ReadonlyMap<string, GgufValue>, key: string, required: boolean, out: Finding[]): number | undefined {
   const v = kv.get(key);
@@ -93,13 +93,18 @@ export function llamaCppFindings(file: GgufFile): Finding[] {
   for (let i = 0; i < blocks; i++) {
     const b = `blk.${i}.`;
     want.set(`${b}attn_norm.weight`, [embd]);
-    want.set(`${b}attn_q.weight`, [embd, q]);
-    want.set(`${b}attn_k.weight`, [embd, kvDim]);
-    want.set(`${b}attn_v.weight`, [embd, kvDim]);
+    if (a === 'phi3') {
+      // fused: q, k and v in one matrix, gate and up in one double-width ffn_up
+      want.set(`${b}attn_qkv.weight`, [embd, q + 2 * kvDim]);
+    } else {
+      want.set(`${b}attn_q.weight`, [embd, q]);
+      want.set(`${b}attn_k.weight`, [embd, kvDim]);
+      want.set(`${b}attn_v.weight`, [embd, kvDim]);
+      want.set(`${b}ffn_gate.weight`, [embd, ff]);
+    }
     want.set(`${b}attn_output.weight`, [q, embd]);
     want.set(`${b}ffn_norm.weight`, [embd]);
-    want.set(`${b}ffn_gate.weight`, [embd, ff]);
-    want.set(`${b}ffn_up.weight`, [embd, ff]);
+    want.set(`${b}ffn_up.weight`, [embd, a === 'phi3' ? 2 * ff : ff]);
     want.set(`${b}ffn_down.weight`, [ff, embd]);
     if (QK_NORMS[a]) {
       want.set(`${b}attn_q_norm.weight`, [headDim]);

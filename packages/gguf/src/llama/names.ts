@@ -39,13 +39,13 @@ export function isSkippedHfName(name: string): boolean {
   return name.endsWith('.rotary_emb.inv_freq') || name.endsWith('.attention.masked_bias') || name.endsWith('.attention.bias');
 }
 
-/** The GGUF name of a HF llama tensor, or null when it has none. */
-export function hfToGgufName(name: string): string | null {
+/** The GGUF name of a HF llama tensor, or null when it has none; `layerNames` adds an architecture's own per-layer names. */
+export function hfToGgufName(name: string, layerNames?: ReadonlyMap<string, string>): string | null {
   const g = HF_GLOBAL.get(name);
   if (g) return g;
   const m = HF_LAYER_RE.exec(name);
   if (!m) return null;
-  const rest = HF_LAYER.get(m[2]!);
+  const rest = layerNames?.get(m[2]!) ?? HF_LAYER.get(m[2]!);
   return rest ? `blk.${Number(m[1])}.${rest}` : null;
 }
 

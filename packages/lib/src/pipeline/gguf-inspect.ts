@@ -12,7 +12,7 @@ export interface GgufInspectSummary extends GgufSummary {
   dataOffset: number;
   /**
    * Would llama.cpp load it as a model (keys, tokenizer, tensor shapes of its architecture)?
-   * null when its architecture is not one tensorport checks (llama, qwen2, qwen3); the reasons are the
+   * null when its architecture is not one tensorport checks (llama, qwen2, qwen3, phi3); the reasons are the
    * GgufNotLoadable warnings.
    */
   llamaCpp: 'loads' | 'refused' | null;

@@ -25,7 +25,7 @@ const KINDS: Array<[OutputKind, string]> = [
   ['safetensors-sharded', 'safetensors, sharded (a folder: shards + index)'],
   ['npz', 'NumPy .npz'],
   ['torch', 'PyTorch .pt'],
-  ['gguf', 'GGUF (llama.cpp; a Llama, Mistral, Qwen2 or Qwen3 model with its config and tokenizer runs)'],
+  ['gguf', 'GGUF (llama.cpp; a Llama, Mistral, Qwen2, Qwen3 or Phi-3 model with its config and tokenizer runs)'],
 ];
 
 export interface ConvertPanel {
