@@ -16,6 +16,7 @@ export function renderInspect(r: InspectReport, options: { fullMetadata?: boolea
   if (meta.length > 0) lines.push(table(meta.map(([k, v]) => ['  ' + esc(k), esc(v.length > 100 && !options.fullMetadata ? `${v.slice(0, 97)}...` : v)])));
 
   if (r.gguf) lines.push('', ...renderGguf(r.gguf));
+  if (r.hfQuantization) lines.push('', renderHfQuantization(r.hfQuantization));
 
   const sharded = r.files.length > 1;
   const header = ['name', 'dtype', 'shape', 'size', 'offsets', ...(sharded ? ['file'] : [])];
@@ -39,6 +40,13 @@ export function renderInspect(r: InspectReport, options: { fullMetadata?: boolea
   totals.push(['total', String(r.totals.tensors), formatCount(r.totals.parameters), formatBytes(r.totals.bytes), ...bits(r.gguf?.bitsPerWeight)]);
   lines.push('', table([[r.gguf ? 'ggml type' : 'dtype', 'tensors', 'parameters', 'size', ...(r.gguf ? ['bits/weight'] : [])], ...totals], new Set([1, 2, 3, 4])));
   return `${lines.join('\n')}\n`;
+}
+
+/** The Hub quantization config.json names: "quantization: fp8 (e4m3, 128×128 blocks, dynamic activations), 14 layers; --dtype bf16 dequantizes". */
+function renderHfQuantization(q: NonNullable<InspectReport['hfQuantization']>): string {
+  if (!q.dequantizable) return `quantization: ${esc(q.method)} (config.json); tensorport does not dequantize it yet`;
+  const details = [q.format, q.blockSize ? `${q.blockSize[0]}×${q.blockSize[1]} blocks` : null, q.activationScheme ? `${esc(q.activationScheme)} activations` : null].filter(Boolean).join(', ');
+  return `quantization: ${esc(q.method)} (${details})${q.layers === undefined ? '' : `, ${q.layers} layer${q.layers === 1 ? '' : 's'}`}; convert --dtype bf16|f16|f32 dequantizes`;
 }
 
 /** GGUF: the model in a few lines (the vocabulary only as its size). */

@@ -105,6 +105,11 @@ export const ERROR_CODES = Object.freeze([
   'GgufUnsupportedType',
   'GgufInvalidValue',
   'GgufInvalidModel',
+  // quantized checkpoints as the Hub ships them (packages/hf-quant)
+  'QuantInvalidConfig',
+  'QuantMissingScale',
+  'QuantScaleMismatch',
+  'QuantUnsupported',
   // remote sources (HTTP Range, Hub addressing: packages/core/src/remote)
   'RemoteInvalidAddress',
   'RemoteUnauthorized',

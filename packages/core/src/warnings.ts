@@ -36,6 +36,8 @@ export const WARNING_CODES = Object.freeze({
   // MLX
   NothingQuantized: 'the MLX command found no layer to (de)quantize; tensors copied unchanged',
   FileNotCopied: 'a file of the input model directory was not copied into the output model',
+  // quantized checkpoints as the Hub ships them
+  QuantDequantized: 'FP8 block-scaled layers were dequantized to the asked dtype, and config.json lost its quantization_config',
   // GGUF
   GgufNonContiguousLayout: 'GGUF tensor data is not laid out back to back',
   GgufTypeFallback: 'tensors whose rows are not whole blocks of the asked ggml type were written as F16',

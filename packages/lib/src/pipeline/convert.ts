@@ -6,6 +6,7 @@ import type { NpzFormatWriteOptions } from '@tensorport/npz';
 import type { SafetensorsWriteOptions } from '@tensorport/core';
 import { defaultRegistry, type AnyFormat } from '../registry.ts';
 import { fromGguf, toGguf } from '../gguf.ts';
+import { dequantizeHfQuantized } from '../hf-quant.ts';
 import { carriedFiles } from '../model-files.ts';
 import { HeldTarget } from './held-target.ts';
 import { openInput, type PipelineOptions } from './open.ts';
@@ -89,7 +90,8 @@ export async function convert(options: ConvertOptions): Promise<ConvertReport> {
   let target: HeldTarget | null = null;
   try {
     options.target.protect(inputFiles(ctx, checkpoint));
-    const transform = options.transform ?? ggufBridge(checkpoint, writer.name, { ...options.gguf, ...(requested ? { dtype: requested } : {}) });
+    // A dtype asked of a quantized checkpoint (FP8 blocks) dequantizes it rather than casting around its codes.
+    const transform = options.transform ?? ggufBridge(checkpoint, writer.name, { ...options.gguf, ...(requested ? { dtype: requested } : {}) }) ?? (requested ? dequantizeHfQuantized(requested) : undefined);
     const loaded: Transformed = transform ? await transform(checkpoint, ctx) : checkpoint;
     warnings.push(...(transform ? (loaded.warnings ?? []) : []));
     const own: Partial<Transformed> = transform ? loaded : {};

@@ -3,6 +3,7 @@ import { inspectQuantization, type MlxLayerInfo } from '@tensorport/mlx';
 import { llamaCppFindings } from '@tensorport/gguf';
 import { asGguf, ggufMetadata, ggufSummary, type GgufInspectSummary } from './gguf-inspect.ts';
 import { openInput, type PipelineOptions } from './open.ts';
+import { hfQuantCheck, type HfQuantSummary } from '../hf-quant.ts';
 
 export interface InspectTensor {
   name: string;
@@ -44,6 +45,8 @@ export interface InspectReport {
   aliases: Record<string, string>;
   /** GGUF files: version, architecture, context length, tokenizer size, parameters and bits per weight per ggml type. */
   gguf?: GgufInspectSummary;
+  /** A Hub-quantized checkpoint (config.json's quantization_config): its method and, for FP8 blocks, their layout. */
+  hfQuantization?: HfQuantSummary;
 }
 
 export interface InspectOptions extends PipelineOptions {
@@ -87,6 +90,8 @@ export async function inspect(ctx: Context, options: InspectOptions = {}): Promi
     const mlx = await inspectQuantization(ctx, checkpoint);
     warnings.push(...mlx.warnings);
     if (gguf) warnings.push(...llamaCppFindings(gguf));
+    const hf = gguf ? { problems: [] } : await hfQuantCheck(ctx, checkpoint.tensors);
+    warnings.push(...hf.problems);
     return {
       path: ctx.name,
       format: checkpoint.format,
@@ -96,6 +101,7 @@ export async function inspect(ctx: Context, options: InspectOptions = {}): Promi
       totals: { ...totals, byDtype },
       warnings,
       ...(mlx.quantization ? { quantization: mlx.quantization } : {}),
+      ...('summary' in hf && hf.summary ? { hfQuantization: hf.summary } : {}),
       ...(mlx.parameters === undefined ? {} : { quantizedParameters: mlx.parameters }),
       aliases: gguf ? {} : tiedAliases(checkpoint.metadata, new Set(tensors.map((t) => t.name))),
       ...(gguf ? { gguf: ggufSummary(gguf) } : {}),

@@ -1,6 +1,8 @@
 import { TensorportError, toFinding, type Context, type Finding } from '@tensorport/core';
+import { readConfig } from '@tensorport/mlx';
+import { hfQuantCheck } from '../hf-quant.ts';
 import { defaultRegistry } from '../registry.ts';
-import type { PipelineOptions } from './open.ts';
+import { openInput, type PipelineOptions } from './open.ts';
 
 export interface ValidateReport {
   path: string;
@@ -31,5 +33,19 @@ export async function validate(ctx: Context, options: PipelineOptions = {}): Pro
     return { path, format: format.name, valid: false, errors: [{ code: 'UnsupportedFormat', message: `tensorport cannot validate ${format.name} files yet`, path }], warnings, files: [path] };
   }
   const r = await format.validate(ctx, options.read?.[format.name]);
-  return { path, format: format.name, valid: r.valid, errors: r.errors, warnings: [...warnings, ...r.warnings], files: r.files };
+  const errors = [...r.errors, ...(r.valid ? await quantizationProblems(ctx, options) : [])];
+  return { path, format: format.name, valid: errors.length === 0, errors, warnings: [...warnings, ...r.warnings], files: r.files };
+}
+
+/** A valid file whose config.json names a quantization: the tensors that scheme needs, checked (FP8 scale shapes). */
+async function quantizationProblems(ctx: Context, options: PipelineOptions): Promise<Finding[]> {
+  // Only then is the input opened again (a torch file's pickles are not run twice for nothing).
+  const config = await readConfig(ctx).catch(() => undefined);
+  if (config?.quantization_config === undefined) return [];
+  const { checkpoint } = await openInput(ctx, options);
+  try {
+    return (await hfQuantCheck(ctx, checkpoint.tensors)).problems.map((f) => ({ path: ctx.name, ...f }));
+  } finally {
+    await checkpoint.close();
+  }
 }

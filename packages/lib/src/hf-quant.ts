@@ -1,0 +1,83 @@
+/**
+ * Quantized checkpoints as the Hub ships them, on the way in (@tensorport/hf-quant): with a dtype
+ * asked (`convert … --dtype bf16`), FP8 block-scaled weights are dequantized while streaming and
+ * config.json loses its quantization_config, so transformers loads the output as a plain model. A
+ * method tensorport does not dequantize yet is refused rather than half-converted.
+ */
+import { editJsonObject, TensorportError, toFinding, type CastTarget, type Checkpoint, type Context, type Finding, type TensorDescriptor } from '@tensorport/core';
+import { dequantizeFp8Block, fp8Layers, hfQuantScheme, isFp8Block } from '@tensorport/hf-quant';
+import { readConfig } from '@tensorport/mlx';
+import type { Transform, Transformed } from './pipeline/transform.ts';
+
+const CONFIG_FILE = 'config.json';
+const MAX_CONFIG_BYTES = 16 * 2 ** 20;
+const TORCH_DTYPE: Readonly<Record<CastTarget, string>> = { F32: 'float32', F16: 'float16', BF16: 'bfloat16' };
+
+/** config.json's own text, quantization_config removed and the dtype key(s) naming `dtype`; every other byte kept. */
+async function plainConfig(ctx: Context, config: Record<string, unknown>, dtype: CastTarget): Promise<Uint8Array> {
+  const text = new TextDecoder().decode(await ctx.bytes(CONFIG_FILE, MAX_CONFIG_BYTES, 'MlxInvalidConfig'));
+  const changes = new Map<string, unknown>([['quantization_config', undefined]]);
+  // transformers 5 writes `dtype`, older versions `torch_dtype`: whichever is there says the new one.
+  for (const key of ['dtype', 'torch_dtype']) if (Object.hasOwn(config, key)) changes.set(key, TORCH_DTYPE[dtype]);
+  return new TextEncoder().encode(editJsonObject(text, changes));
+}
+
+/** What `inspect` says of a Hub-quantized checkpoint: the method, and for FP8 blocks their layout and layer count. */
+export interface HfQuantSummary {
+  method: string;
+  format?: string;
+  blockSize?: readonly [number, number];
+  activationScheme?: string | null;
+  layers?: number;
+  /** False for a method tensorport names but does not dequantize yet. */
+  dequantizable: boolean;
+}
+
+/**
+ * The scheme of the checkpoint in `ctx` (config.json's quantization_config) checked against its
+ * tensors as convert would use them: the summary, and each problem as a finding naming the tensor
+ * or config key. Nothing when the config names no quantization.
+ */
+export async function hfQuantCheck(ctx: Context, tensors: readonly TensorDescriptor[]): Promise<{ summary?: HfQuantSummary; problems: Finding[] }> {
+  let scheme;
+  try {
+    scheme = hfQuantScheme(await readConfig(ctx));
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return { problems: [{ path: ctx.path('config.json'), ...toFinding(e) }] };
+  }
+  if (scheme === null) return { problems: [] };
+  if (!isFp8Block(scheme)) return { summary: { method: scheme.method, dequantizable: false }, problems: [] };
+  const summary: HfQuantSummary = { method: 'fp8', format: scheme.format, blockSize: scheme.blockSize, activationScheme: scheme.activationScheme, dequantizable: true };
+  try {
+    summary.layers = fp8Layers(tensors, scheme).length;
+    return { summary, problems: [] };
+  } catch (e) {
+    if (!(e instanceof TensorportError)) throw e;
+    return { summary, problems: [toFinding(e)] };
+  }
+}
+
+/** The dequantizing step of `convert` when a dtype is asked: FP8 block scaling to `dtype`; anything else unchanged (or refused when quantized by another method). */
+export function dequantizeHfQuantized(dtype: CastTarget): Transform {
+  return async (checkpoint: Checkpoint, ctx: Context): Promise<Transformed> => {
+    const config = await readConfig(ctx);
+    const scheme = hfQuantScheme(config);
+    if (scheme === null) return checkpoint;
+    if (!isFp8Block(scheme)) {
+      throw new TensorportError('QuantUnsupported', `config.json says quant_method ${JSON.stringify(scheme.method)}: dequantizing it is not supported yet (FP8 block scaling is); convert without --dtype copies the tensors as stored`);
+    }
+    const layers = fp8Layers(checkpoint.tensors, scheme);
+    const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
+    const dequantized = new Map(layers.map((l) => [l.weight, dequantizeFp8Block(byName.get(l.weight)!, byName.get(l.scale)!, scheme.blockSize, dtype)]));
+    const scales = new Set(layers.map((l) => l.scale));
+    const tensors: TensorDescriptor[] = checkpoint.tensors.filter((t) => !scales.has(t.name)).map((t) => dequantized.get(t.name) ?? t);
+    const [bm, bn] = scheme.blockSize;
+    return {
+      tensors,
+      metadata: checkpoint.metadata,
+      warnings: [{ code: 'QuantDequantized', message: `${layers.length} FP8 layer(s) (e4m3, ${bm}×${bn} blocks) dequantized to ${dtype}: weight × weight_scale_inv in float32, then rounded; config.json without quantization_config` }],
+      files: [{ name: CONFIG_FILE, bytes: await plainConfig(ctx, config!, dtype) }],
+    };
+  };
+}

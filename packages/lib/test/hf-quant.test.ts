@@ -1,0 +1,138 @@
+/**
+ * FP8 block-scaled checkpoints (fixtures/quantized/fp8-llama, DeepSeek's layout) through convert:
+ * `--dtype bf16|f32` dequantizes to the oracle's bytes (DeepSeek's weight_dequant in torch, checked
+ * against transformers' Fp8Dequantize by the generator) and drops quantization_config; without a
+ * dtype the codes are copied; broken checkpoints are refused naming the tensor, nothing written;
+ * transformers loads the dequantized directory with the oracle model's logits.
+ */
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BytesSource, openSafetensors, type TensorDescriptor } from '@tensorport/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requirePython, runPython } from '../../core/test/helpers/python.ts';
+import { convertPath, inspectPath, validatePath } from '../src/node/index.ts';
+
+const FIX = join(import.meta.dirname, '../../../fixtures/quantized');
+const MODEL = join(FIX, 'fp8-llama');
+const open = async (path: string) => openSafetensors(new BytesSource(new Uint8Array(await readFile(path))));
+
+async function bytesOf(t: TensorDescriptor): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const c of t.chunks()) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+async function sameTensors(a: string, b: string): Promise<void> {
+  const [x, y] = [await open(a), await open(b)];
+  expect(x.tensors.map((t) => t.name).sort()).toEqual(y.tensors.map((t) => t.name).sort());
+  const other = new Map(y.tensors.map((t) => [t.name, t]));
+  for (const t of x.tensors) {
+    const u = other.get(t.name)!;
+    expect([t.dtype, t.shape], t.name).toEqual([u.dtype, u.shape]);
+    expect((await bytesOf(t)).equals(await bytesOf(u)), t.name).toBe(true);
+  }
+}
+
+let dir = '';
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tensorport-fp8-'));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('FP8 block-scaled checkpoint → convert', () => {
+  it('--dtype bf16 and f32: the oracle’s tensors bit for bit, config.json without quantization_config, a QuantDequantized note', async () => {
+    for (const [dtype, oracle] of [['BF16', 'fp8-llama.dequantized-bf16.safetensors'], ['F32', 'fp8-llama.dequantized-f32.safetensors']] as const) {
+      const out = join(dir, `plain-${dtype}/`);
+      const r = await convertPath({ input: MODEL, output: out, dtype, fsync: false });
+      expect(r.warnings.map((w) => w.code)).toContain('QuantDequantized');
+      expect((await readdir(out)).sort()).toEqual(['config.json', 'model.safetensors']);
+      await sameTensors(join(out, 'model.safetensors'), join(FIX, oracle));
+      const config = JSON.parse(await readFile(join(out, 'config.json'), 'utf8')) as Record<string, unknown>;
+      expect(config.quantization_config).toBeUndefined();
+      expect(config.dtype).toBe(dtype === 'BF16' ? 'bfloat16' : 'float32');
+      expect(config.hidden_size).toBe(200);
+    }
+  });
+
+  it('without --dtype the codes and scales are copied as stored, quantization_config kept', async () => {
+    const out = join(dir, 'copy/');
+    await convertPath({ input: MODEL, output: out, fsync: false });
+    await sameTensors(join(out, 'model.safetensors'), join(MODEL, 'model.safetensors'));
+    expect(JSON.parse(await readFile(join(out, 'config.json'), 'utf8')).quantization_config.quant_method).toBe('fp8');
+  });
+
+  it('refuses a missing scale, a scale of the wrong shape, and a method it does not dequantize, naming what is wrong; nothing is written', async () => {
+    const broken = async (name: string, edit: (ts: readonly TensorDescriptor[]) => TensorDescriptor[], config?: (c: Record<string, unknown>) => void) => {
+      const d = join(dir, name);
+      await mkdir(d);
+      await convertPath({ input: join(MODEL, 'model.safetensors'), output: join(d, 'model.safetensors'), transform: (ck) => ({ tensors: edit(ck.tensors), metadata: ck.metadata }), fsync: false });
+      const c = JSON.parse(await readFile(join(MODEL, 'config.json'), 'utf8')) as Record<string, unknown>;
+      config?.(c);
+      await writeFile(join(d, 'config.json'), JSON.stringify(c));
+      return d;
+    };
+    const noScale = await broken('no-scale', (ts) => ts.filter((t) => t.name !== 'model.layers.1.mlp.up_proj.weight_scale_inv'));
+    await expect(convertPath({ input: noScale, output: join(dir, 'out-a/'), dtype: 'BF16', fsync: false })).rejects.toMatchObject({ code: 'QuantMissingScale', tensor: 'model.layers.1.mlp.up_proj.weight' });
+    const wrong = await broken('wrong-scale', (ts) => ts.map((t) => (t.name === 'model.layers.0.self_attn.q_proj.weight_scale_inv' ? { name: t.name, dtype: t.dtype, shape: [4, 1], byteLength: t.byteLength, chunks: (c?: number) => t.chunks(c) } : t)));
+    await expect(convertPath({ input: wrong, output: join(dir, 'out-b/'), dtype: 'BF16', fsync: false })).rejects.toMatchObject({ code: 'QuantScaleMismatch', tensor: 'model.layers.0.self_attn.q_proj.weight_scale_inv' });
+    const gptq = await broken('gptq', (ts) => [...ts], (c) => {
+      c.quantization_config = { quant_method: 'gptq', bits: 4, group_size: 128 };
+    });
+    await expect(convertPath({ input: gptq, output: join(dir, 'out-c/'), dtype: 'BF16', fsync: false })).rejects.toMatchObject({ code: 'QuantUnsupported' });
+    for (const o of ['out-a', 'out-b', 'out-c']) expect(await readdir(dir)).not.toContain(o);
+  });
+});
+
+describe('FP8 block-scaled checkpoint → inspect and validate', () => {
+  it('inspect names the scheme and its layers; validate passes it, and fails a block size its scales contradict, naming the tensor', async () => {
+    const r = await inspectPath(MODEL);
+    expect(r.hfQuantization).toEqual({ method: 'fp8', format: 'e4m3', blockSize: [128, 128], activationScheme: 'dynamic', layers: 14, dequantizable: true });
+    expect((await validatePath(MODEL)).valid).toBe(true);
+    const d = join(dir, 'block-64');
+    await mkdir(d);
+    await copyFile(join(MODEL, 'model.safetensors'), join(d, 'model.safetensors'));
+    const c = JSON.parse(await readFile(join(MODEL, 'config.json'), 'utf8')) as { quantization_config: { weight_block_size: number[] } };
+    c.quantization_config.weight_block_size = [64, 128];
+    await writeFile(join(d, 'config.json'), JSON.stringify(c));
+    const v = await validatePath(d);
+    expect(v.valid).toBe(false);
+    expect(v.errors).toEqual([expect.objectContaining({ code: 'QuantScaleMismatch', tensor: 'model.layers.0.mlp.down_proj.weight_scale_inv' })]);
+    expect((await inspectPath(d)).warnings.map((w) => w.code)).toContain('QuantScaleMismatch');
+    // Another method is named, not dequantized.
+    c.quantization_config = { quant_method: 'awq', bits: 4 } as never;
+    await writeFile(join(d, 'config.json'), JSON.stringify(c));
+    expect((await inspectPath(d)).hfQuantization).toEqual({ method: 'awq', dequantizable: false });
+  });
+});
+
+const py = await requirePython(['torch', 'transformers']);
+
+describe.skipIf(!py)('transformers loads the dequantized model', () => {
+  it('from_pretrained(out/) gives the logits of the oracle weights', { timeout: 180_000 }, async () => {
+    const out = join(dir, 'for-transformers/');
+    await convertPath({ input: MODEL, output: out, dtype: 'BF16', fsync: false });
+    const script = `
+import sys, json
+class _NoVision:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('torchvision', 'PIL'): raise ImportError(name)
+sys.meta_path.insert(0, _NoVision())
+import torch
+from transformers import AutoModelForCausalLM
+m = AutoModelForCausalLM.from_pretrained(sys.argv[1]).eval()
+prompt = json.load(open(sys.argv[2]))['prompt']
+with torch.no_grad():
+    print(json.dumps({'dtype': str(m.dtype), 'logits': m(torch.tensor([prompt])).logits[0].float().tolist()}))
+`;
+    const r = JSON.parse((await runPython(py!.exe, script, { args: [out, join(FIX, 'fp8-llama.expected.json')], timeout: 170_000 })).trim().split('\n').pop()!) as { dtype: string; logits: number[][] };
+    const expected = JSON.parse(await readFile(join(FIX, 'fp8-llama.expected.json'), 'utf8')) as { logits: number[][] };
+    expect(r.dtype).toBe('torch.bfloat16');
+    let worst = 0;
+    for (let i = 0; i < expected.logits.length; i++) for (let v = 0; v < expected.logits[i]!.length; v++) worst = Math.max(worst, Math.abs(r.logits[i]![v]! - expected.logits[i]![v]!));
+    // Same weights, same library, same machine kind: the same logits (up to the 8 digits the file keeps).
+    expect(worst).toBeLessThan(1e-5);
+  });
+});
