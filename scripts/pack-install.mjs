@@ -45,6 +45,7 @@ const TRIGGERS = String.raw`{
   '@tensorport/torch-zip/node': (m, core, ctx) => m.openTorchCheckpointFile(ctx.missing),
   '@tensorport/mlx': (m) => m.checkAffineParams(7, 64),
   '@tensorport/gguf': (m, core) => m.openGguf(new core.BytesSource(new Uint8Array(64))),
+  '@tensorport/hf-quant': (m) => m.hfQuantScheme({ quantization_config: { quant_method: 'fp8', weight_block_size: [0, 128] } }),
 }`;
 
 /**

@@ -37,6 +37,7 @@ export const WARNING_CODES = Object.freeze({
   NothingQuantized: 'the MLX command found no layer to (de)quantize; tensors copied unchanged',
   FileNotCopied: 'a file of the input model directory was not copied into the output model',
   // quantized checkpoints as the Hub ships them
+  QuantRequantized: 'FP8 block-scaled layers were written as another type (GGUF has none for FP8), with the measured max error',
   QuantDequantized: 'FP8 block-scaled layers were dequantized to the asked dtype, and config.json lost its quantization_config',
   // GGUF
   GgufNonContiguousLayout: 'GGUF tensor data is not laid out back to back',

@@ -87,3 +87,47 @@ export function quantizeDescriptor(desc: TensorDescriptor, type: GgmlType | stri
     }, chunkSize),
   };
 }
+
+/** A conversion's worst difference, set as the tensor streams: null until it has streamed whole. */
+export interface ErrorProbe {
+  maxAbs: number | null;
+}
+
+/**
+ * `desc` written as `type` (any type quantizeBlocks writes: F32/F16/BF16 or a block type), the same
+ * bytes as castDescriptor / quantizeDescriptor, with each unit's result read back and compared with
+ * its input: `probe.maxAbs` is the largest |written − input| once the stream has ended (NaN and
+ * infinities that come back as themselves count as 0). For values that were not stored in this type
+ * before (FP8 weights re-quantized to a GGUF type) the measured error is the one a warning reports.
+ */
+export function measuredDescriptor(desc: TensorDescriptor, type: GgmlType | string, probe: ErrorProbe): GgufWriteTensor & BlockTensor {
+  const t = typeof type === 'string' ? ggmlTypeByName(type) : type;
+  if (!t) throw new TensorportError('GgufUnknownType', `unknown ggml type ${JSON.stringify(type)}`, { tensor: desc.name });
+  const plain = t.dtype ? t : null;
+  const shaped = plain ? null : quantizeDescriptor(desc, t);
+  const f32 = castDescriptor(desc, 'F32', { strict: true });
+  const shape = desc.shape;
+  const elements = shape.reduce((a, b) => a * b, 1);
+  return {
+    name: desc.name,
+    dtype: plain ? (plain.dtype as TensorDescriptor['dtype']) : shaped!.dtype,
+    shape: plain ? shape : shaped!.shape,
+    byteLength: (elements / t.blockSize) * t.typeSize,
+    ggmlType: t,
+    logicalShape: shape,
+    async *chunks(chunkSize?: number) {
+      let worst = 0;
+      for await (const out of mapUnits(f32, t.blockSize * 4, t.typeSize, (src, n) => {
+        const x = new Float32Array(src.buffer, src.byteOffset, n * t.blockSize);
+        const bytes = quantizeBlocks(t, x);
+        const back = dequantizeBlocks(t, bytes);
+        for (let i = 0; i < x.length; i++) {
+          const d = Math.abs(back[i]! - x[i]!);
+          if (d > worst) worst = d;
+        }
+        return bytes;
+      }, chunkSize)) yield out;
+      probe.maxAbs = worst;
+    },
+  };
+}

@@ -41,13 +41,15 @@ function invalid(message: string): TensorportError {
   return new TensorportError('QuantInvalidConfig', `config.json quantization_config: ${message}`);
 }
 
-/** The scheme config.json names, null when it names none. FP8 with an unusable block size or format is QuantInvalidConfig / QuantUnsupported. */
+/** The scheme config.json names, null when it names none (or only MLX's own section, which has no quant_method). FP8 with an unusable block size or format is QuantInvalidConfig / QuantUnsupported. */
 export function hfQuantScheme(config: Record<string, unknown> | undefined): HfQuantScheme | null {
   const q = config?.quantization_config;
   if (q === undefined || q === null) return null;
   if (typeof q !== 'object' || Array.isArray(q)) throw invalid(`is ${JSON.stringify(q)}, not an object`);
   const qc = q as Record<string, unknown>;
   const method = qc.quant_method;
+  // mlx-lm mirrors its own `quantization` section here, without a quant_method: not a Hub scheme.
+  if (method === undefined) return null;
   if (typeof method !== 'string') throw invalid(`quant_method is ${JSON.stringify(method)}`);
   if (method !== 'fp8') return { method };
   const size = qc.weight_block_size;

@@ -67,7 +67,9 @@ describe('hfQuantScheme', () => {
     expect(code({ quantization_config: { quant_method: 'fp8' } })).toBe('QuantUnsupported');
     expect(code({ quantization_config: { quant_method: 'fp8', weight_block_size: [128, 128], fmt: 'e5m2' } })).toBe('QuantUnsupported');
     expect(code({ quantization_config: 'fp8' })).toBe('QuantInvalidConfig');
-    expect(code({ quantization_config: { bits: 4 } })).toBe('QuantInvalidConfig');
+    expect(code({ quantization_config: { quant_method: 4 } })).toBe('QuantInvalidConfig');
+    // mlx-lm's mirror of its own section: no quant_method, not a Hub scheme
+    expect(hfQuantScheme({ quantization: { group_size: 64, bits: 4 }, quantization_config: { group_size: 64, bits: 4 } })).toBeNull();
   });
 });
 

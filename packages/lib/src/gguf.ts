@@ -5,10 +5,11 @@
  */
 import { castDescriptor, TensorportError, type CastTarget, type Checkpoint, type Context, type Finding, type TensorDescriptor } from '@tensorport/core';
 import {
-  canQuantize, ggmlTypeByName, ggufArchitecture, mlxLayerToGguf, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
+  canQuantize, ggmlTypeByName, ggufArchitecture, measuredDescriptor, type ErrorProbe, mlxLayerToGguf, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
   type BlockTensor, type GgufFile, type GgufValue, type LlamaConfig, type LlamaToGgufOptions, type MlxToGgufReport,
 } from '@tensorport/gguf';
 import { dequantizeCheckpoint, findQuantizedLayers, readConfig, type FloatDType } from '@tensorport/mlx';
+import { hfDequantizedTensors } from './hf-quant.ts';
 import type { Transform, Transformed } from './pipeline/transform.ts';
 import { asGguf } from './pipeline/gguf-inspect.ts';
 
@@ -110,11 +111,17 @@ function storedFloatType(tensors: readonly TensorDescriptor[]): string {
   return [...bytes].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'F32';
 }
 
-/** A float tensor of 2+ dimensions whose rows are whole blocks, in `type` (the rule of ggufFormat.write); anything else as it is. */
-function toType(t: TensorDescriptor, typeName: string): TensorDescriptor {
+/** A float tensor of 2+ dimensions whose rows are whole blocks of `typeName` (the rule of ggufFormat.write). */
+function rowsAreBlocks(t: TensorDescriptor, typeName: string): boolean {
   const q = ggmlTypeByName(typeName)!;
   const floating = t.dtype === 'F32' || t.dtype === 'F16' || t.dtype === 'BF16' || t.dtype === 'F64';
-  if (!floating || t.shape.length < 2 || t.shape[t.shape.length - 1]! % q.blockSize !== 0) return t;
+  return floating && t.shape.length >= 2 && t.shape[t.shape.length - 1]! % q.blockSize === 0;
+}
+
+/** Such a tensor in `type`; anything else as it is. */
+function toType(t: TensorDescriptor, typeName: string): TensorDescriptor {
+  const q = ggmlTypeByName(typeName)!;
+  if (!rowsAreBlocks(t, typeName)) return t;
   return q.dtype ? castDescriptor(t, q.dtype as CastTarget, { strict: true }) : quantizeDescriptor(t, q);
 }
 
@@ -124,6 +131,24 @@ export interface GgufWrite {
 }
 
 const FLOAT_TYPES: readonly string[] = ['F32', 'F16', 'BF16'];
+
+/** One warning for FP8 layers written as another type; its message reads the measured errors once they have streamed. */
+function requantized(probes: ReadonlyMap<string, ErrorProbe>, type: string): Finding {
+  return {
+    code: 'QuantRequantized',
+    get message() {
+      let worst = -1;
+      let where = '';
+      let unmeasured = 0;
+      for (const [name, p] of probes) {
+        if (p.maxAbs === null) unmeasured++;
+        else if (p.maxAbs > worst) [worst, where] = [p.maxAbs, name];
+      }
+      const measured = worst < 0 ? 'not measured (nothing streamed)' : `max |GGUF − FP8 value| = ${worst} (${where})`;
+      return `${probes.size} FP8 block-scaled layer(s) written as ${type} (GGUF has no FP8 type; dequantized exactly to F32 first): ${measured}${unmeasured && worst >= 0 ? `; ${unmeasured} written in another type (rows not whole ${type} blocks)` : ''}`;
+    },
+  };
+}
 
 /** One warning for the layers that went over exactly, one per layer that did not (its error read once it has streamed). */
 function layerFindings(reports: readonly MlxToGgufReport[]): Finding[] {
@@ -188,16 +213,27 @@ export function toGguf(options: ToGgufOptions = {}): Transform {
   return async (checkpoint: Checkpoint, ctx: Context): Promise<Transformed> => {
     if (asGguf(checkpoint)) return checkpoint;
     const config = await readConfig(ctx);
-    const mlx = await mlxLayers(checkpoint, config, options.type);
-    const type = options.type ?? storedFloatType(mlx.tensors);
+    // GGUF has no FP8 type: block-scaled FP8 weights are dequantized exactly to F32, then written as `type`, the error measured.
+    const fp8 = hfDequantizedTensors(checkpoint, config, 'F32');
+    const probes = new Map((fp8?.layers ?? []).map((n): [string, ErrorProbe] => [n, { maxAbs: null }]));
+    const mlx = await mlxLayers(fp8 ? { ...checkpoint, tensors: fp8.tensors } : checkpoint, config, options.type);
+    const type = options.type ?? (fp8 ? 'BF16' : storedFloatType(mlx.tensors));
+    if (fp8) mlx.warnings.push(requantized(probes, type));
     const architecture = ggufArchitecture(config);
     if (!architecture) {
-      return { tensors: options.type === undefined ? mlx.tensors : mlx.tensors.map((t) => toType(t, options.type!)), metadata: checkpoint.metadata, warnings: mlx.warnings };
+      const typed = options.type ?? (fp8 ? type : undefined);
+      const tensors = mlx.tensors.map((t) => {
+        const probe = probes.get(t.name);
+        if (probe && typed !== undefined && rowsAreBlocks(t, typed)) return measuredDescriptor(t, typed, probe);
+        return typed === undefined ? t : toType(t, typed);
+      });
+      return { tensors, metadata: checkpoint.metadata, warnings: mlx.warnings };
     }
     const tokenizer = await readJson(ctx, TOKENIZER_FILE);
     const tokenizerConfig = (await readJson(ctx, TOKENIZER_CONFIG_FILE)) as Record<string, unknown> | undefined;
     const r = llamaToGguf(mlx.tensors, config as LlamaConfig, {
       architecture,
+      measure: probes,
       outtype: type as NonNullable<LlamaToGgufOptions['outtype']>,
       ...(mlx.blockType && options.type === undefined ? { fileType: mlx.blockType } : {}),
       ...(tokenizer === undefined ? {} : { tokenizer, ...(tokenizerConfig ? { tokenizerConfig } : {}) }),

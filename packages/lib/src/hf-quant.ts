@@ -58,25 +58,34 @@ export async function hfQuantCheck(ctx: Context, tensors: readonly TensorDescrip
   }
 }
 
+/**
+ * The tensors of a Hub-quantized checkpoint with its FP8 block layers dequantized to `dtype` and
+ * their scales gone; null when config.json names no quantization. Another method is refused.
+ */
+export function hfDequantizedTensors(checkpoint: Checkpoint, config: Record<string, unknown> | undefined, dtype: CastTarget): { tensors: TensorDescriptor[]; layers: string[]; blockSize: readonly [number, number] } | null {
+  const scheme = hfQuantScheme(config);
+  if (scheme === null) return null;
+  if (!isFp8Block(scheme)) {
+    throw new TensorportError('QuantUnsupported', `config.json says quant_method ${JSON.stringify(scheme.method)}: dequantizing it is not supported yet (FP8 block scaling is); convert without --dtype copies the tensors as stored`);
+  }
+  const layers = fp8Layers(checkpoint.tensors, scheme);
+  const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
+  const dequantized = new Map(layers.map((l) => [l.weight, dequantizeFp8Block(byName.get(l.weight)!, byName.get(l.scale)!, scheme.blockSize, dtype)]));
+  const scales = new Set(layers.map((l) => l.scale));
+  return { tensors: checkpoint.tensors.filter((t) => !scales.has(t.name)).map((t) => dequantized.get(t.name) ?? t), layers: layers.map((l) => l.weight), blockSize: scheme.blockSize };
+}
+
 /** The dequantizing step of `convert` when a dtype is asked: FP8 block scaling to `dtype`; anything else unchanged (or refused when quantized by another method). */
 export function dequantizeHfQuantized(dtype: CastTarget): Transform {
   return async (checkpoint: Checkpoint, ctx: Context): Promise<Transformed> => {
     const config = await readConfig(ctx);
-    const scheme = hfQuantScheme(config);
-    if (scheme === null) return checkpoint;
-    if (!isFp8Block(scheme)) {
-      throw new TensorportError('QuantUnsupported', `config.json says quant_method ${JSON.stringify(scheme.method)}: dequantizing it is not supported yet (FP8 block scaling is); convert without --dtype copies the tensors as stored`);
-    }
-    const layers = fp8Layers(checkpoint.tensors, scheme);
-    const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
-    const dequantized = new Map(layers.map((l) => [l.weight, dequantizeFp8Block(byName.get(l.weight)!, byName.get(l.scale)!, scheme.blockSize, dtype)]));
-    const scales = new Set(layers.map((l) => l.scale));
-    const tensors: TensorDescriptor[] = checkpoint.tensors.filter((t) => !scales.has(t.name)).map((t) => dequantized.get(t.name) ?? t);
-    const [bm, bn] = scheme.blockSize;
+    const plain = hfDequantizedTensors(checkpoint, config, dtype);
+    if (plain === null) return checkpoint;
+    const [bm, bn] = plain.blockSize;
     return {
-      tensors,
+      tensors: plain.tensors,
       metadata: checkpoint.metadata,
-      warnings: [{ code: 'QuantDequantized', message: `${layers.length} FP8 layer(s) (e4m3, ${bm}×${bn} blocks) dequantized to ${dtype}: weight × weight_scale_inv in float32, then rounded; config.json without quantization_config` }],
+      warnings: [{ code: 'QuantDequantized', message: `${plain.layers.length} FP8 layer(s) (e4m3, ${bm}×${bn} blocks) dequantized to ${dtype}: weight × weight_scale_inv in float32, then rounded; config.json without quantization_config` }],
       files: [{ name: CONFIG_FILE, bytes: await plainConfig(ctx, config!, dtype) }],
     };
   };

@@ -11,6 +11,7 @@ import {
   dequantizeCheckpoint, formatConfigJson, MLX_CONFIG_FILE, quantizeCheckpoint, readConfig, repackCheckpoint,
   type ConversionResult, type DequantizeCheckpointOptions, type QuantizeCheckpointOptions, type RepackTarget,
 } from '@tensorport/mlx';
+import { hfDequantizedTensors } from './hf-quant.ts';
 import { writeMlxModelLayout } from './layouts.ts';
 import type { Transform, Transformed } from './pipeline/transform.ts';
 
@@ -21,11 +22,16 @@ export interface MlxTransformHooks {
 
 function mlxTransform(build: (checkpoint: Checkpoint, config: Record<string, unknown> | undefined) => ConversionResult, quantized: boolean, hooks: MlxTransformHooks): Transform {
   return async (checkpoint, ctx) => {
-    const r = build(checkpoint, await readConfig(ctx));
+    const config = await readConfig(ctx);
+    // A Hub-quantized input (FP8 blocks) is dequantized to BF16 first, as mlx-lm loads it; its
+    // quantization_config gives way to MLX's own (withQuantization).
+    const hub = quantized ? hfDequantizedTensors(checkpoint, config, 'BF16') : null;
+    const r = build(hub ? { ...checkpoint, tensors: hub.tensors } : checkpoint, config);
     hooks.onResult?.(r);
     const t: Transformed = {
       tensors: r.tensors,
       metadata: r.metadata,
+      ...(hub ? { warnings: [{ code: 'QuantRequantized', message: `${hub.layers.length} FP8 block-scaled layer(s) dequantized to BF16 (as mlx-lm loads them), then quantized by MLX: a second rounding, not measured here (tensorport diff against a dequantized copy measures it)` }] } : {}),
       layout: {
         write: (tensors, metadata, target, options) =>
           writeMlxModelLayout({ tensors, metadata: withEntries(metadata, options.metadata), layers: r.layers }, target, {

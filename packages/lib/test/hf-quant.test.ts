@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { BytesSource, openSafetensors, type TensorDescriptor } from '@tensorport/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { convertPath, inspectPath, validatePath } from '../src/node/index.ts';
+import { convertPath, inspectPath, quantizePath, validatePath } from '../src/node/index.ts';
 
 const FIX = join(import.meta.dirname, '../../../fixtures/quantized');
 const MODEL = join(FIX, 'fp8-llama');
@@ -53,7 +53,7 @@ describe('FP8 block-scaled checkpoint → convert', () => {
       const config = JSON.parse(await readFile(join(out, 'config.json'), 'utf8')) as Record<string, unknown>;
       expect(config.quantization_config).toBeUndefined();
       expect(config.dtype).toBe(dtype === 'BF16' ? 'bfloat16' : 'float32');
-      expect(config.hidden_size).toBe(200);
+      expect(config.hidden_size).toBe(160);
     }
   });
 
@@ -83,6 +83,52 @@ describe('FP8 block-scaled checkpoint → convert', () => {
     });
     await expect(convertPath({ input: gptq, output: join(dir, 'out-c/'), dtype: 'BF16', fsync: false })).rejects.toMatchObject({ code: 'QuantUnsupported' });
     for (const o of ['out-a', 'out-b', 'out-c']) expect(await readdir(dir)).not.toContain(o);
+  });
+});
+
+describe('FP8 block-scaled checkpoint → GGUF (no FP8 type there: dequantized, then written as the asked type, the error measured)', () => {
+  it('F32 is exact: back to safetensors it is the oracle bit for bit; Q8_0 reports the max error the file really has', async () => {
+    const f32 = await convertPath({ input: MODEL, output: join(dir, 'fp8.gguf'), gguf: { type: 'F32' }, fsync: false });
+    expect(f32.warnings.find((w) => w.code === 'QuantRequantized')?.message).toMatch(/^14 FP8 block-scaled layer\(s\) written as F32 .*: max \|GGUF − FP8 value\| = 0 /);
+    const back = join(dir, 'fp8-back/');
+    await convertPath({ input: join(dir, 'fp8.gguf'), output: back, fsync: false });
+    await sameTensors(join(back, 'model.safetensors'), join(FIX, 'fp8-llama.dequantized-f32.safetensors'));
+
+    const q8 = await convertPath({ input: MODEL, output: join(dir, 'fp8-q8.gguf'), gguf: { type: 'Q8_0' }, fsync: false });
+    const said = Number(/= ([0-9.e-]+) /.exec(q8.warnings.find((w) => w.code === 'QuantRequantized')!.message)![1]);
+    const q8back = join(dir, 'fp8-q8-back/');
+    await convertPath({ input: join(dir, 'fp8-q8.gguf'), output: q8back, fsync: false });
+    const [got, want] = [await open(join(q8back, 'model.safetensors')), await open(join(FIX, 'fp8-llama.dequantized-f32.safetensors'))];
+    const wanted = new Map(want.tensors.map((t) => [t.name, t]));
+    let worst = 0;
+    for (const t of got.tensors.filter((x) => x.name.endsWith('_proj.weight'))) {
+      const a = new Float32Array(new Uint8Array(await bytesOf(t)).buffer);
+      const b = new Float32Array(new Uint8Array(await bytesOf(wanted.get(t.name)!)).buffer);
+      for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
+    }
+    expect(worst).toBeGreaterThan(0);
+    expect(said).toBe(worst);
+  });
+});
+
+describe('FP8 block-scaled checkpoint → MLX quantize', () => {
+  it('is the MLX quantization of the dequantized model (mlx-lm’s route: BF16 first), no FP8 tensor or config left', async () => {
+    const fromFp8 = join(dir, 'mlx-from-fp8/');
+    const r = await quantizePath({ input: MODEL, output: fromFp8, bits: 4, groupSize: 32, fsync: false });
+    expect(r.warnings.map((w) => w.code)).toContain('QuantRequantized');
+    // The same model given as its BF16 oracle weights and the config without quantization_config.
+    const plain = join(dir, 'bf16-model');
+    await mkdir(plain);
+    await copyFile(join(FIX, 'fp8-llama.dequantized-bf16.safetensors'), join(plain, 'model.safetensors'));
+    const c = JSON.parse(await readFile(join(MODEL, 'config.json'), 'utf8')) as Record<string, unknown>;
+    delete c.quantization_config;
+    await writeFile(join(plain, 'config.json'), JSON.stringify(c));
+    const fromBf16 = join(dir, 'mlx-from-bf16/');
+    await quantizePath({ input: plain, output: fromBf16, bits: 4, groupSize: 32, fsync: false });
+    await sameTensors(join(fromFp8, 'model.safetensors'), join(fromBf16, 'model.safetensors'));
+    const written = JSON.parse(await readFile(join(fromFp8, 'config.json'), 'utf8')) as Record<string, { quant_method?: string; bits?: number }>;
+    expect(written.quantization_config?.quant_method).toBeUndefined();
+    expect(written.quantization?.bits).toBe(4);
   });
 });
 

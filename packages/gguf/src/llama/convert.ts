@@ -2,7 +2,7 @@ import { TensorportError, castDescriptor, dtypeBytes, type CastTarget, type Tens
 import { redescribe } from '../descriptor.ts';
 import { ggmlTypeByName, type GgmlType } from '../ggml-types.ts';
 import type { GgufFile, GgufTensor } from '../read.ts';
-import { dequantizedDescriptor, quantizeDescriptor, type BlockTensor } from '../transform.ts';
+import { dequantizedDescriptor, measuredDescriptor, quantizeDescriptor, type BlockTensor, type ErrorProbe } from '../transform.ts';
 import { valueToString, type GgufValue } from '../values.ts';
 import type { GgufWriteTensor } from '../write.ts';
 import { llamaConfigFromGguf, llamaHeads, llamaMetadata, type LlamaConfig } from './config.ts';
@@ -25,6 +25,8 @@ export interface LlamaToGgufOptions {
   name?: string;
   /** The GGUF architecture (default llama: keys under `llama.`, Q/K rows permuted); see ggufArchitecture. */
   architecture?: GgufArchitecture;
+  /** Tensors (by HF name) whose conversion is measured: each probe gets its max |written − input| as it streams. */
+  measure?: ReadonlyMap<string, ErrorProbe>;
   /** Parsed tokenizer.json and tokenizer_config.json, when present. */
   tokenizer?: unknown;
   tokenizerConfig?: Record<string, unknown>;
@@ -93,7 +95,9 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
       fallbacks.push(t.name);
       type = ggmlTypeByName('F16')!;
     }
-    if (type.dtype) out.push(castDescriptor(src, type.dtype as CastTarget, { strict: true }));
+    const probe = options.measure?.get(t.name);
+    if (probe) out.push(measuredDescriptor(src, type, probe));
+    else if (type.dtype) out.push(castDescriptor(src, type.dtype as CastTarget, { strict: true }));
     else out.push(quantizeDescriptor(src, type));
   }
   // Llama 3.1+: the converter's generated frequency factors, which llama.cpp's llama graph reads.
