@@ -6,16 +6,14 @@
  */
 import { editJsonObject, TensorportError, toFinding, type CastTarget, type Checkpoint, type Context, type Finding, type TensorDescriptor } from '@tensorport/core';
 import { dequantizeFp8Block, fp8Layers, hfQuantScheme, isFp8Block } from '@tensorport/hf-quant';
-import { readConfig } from '@tensorport/mlx';
+import { MAX_MLX_CONFIG_BYTES, MLX_CONFIG_FILE, readConfig } from '@tensorport/mlx';
 import type { Transform, Transformed } from './pipeline/transform.ts';
 
-const CONFIG_FILE = 'config.json';
-const MAX_CONFIG_BYTES = 16 * 2 ** 20;
 const TORCH_DTYPE: Readonly<Record<CastTarget, string>> = { F32: 'float32', F16: 'float16', BF16: 'bfloat16' };
 
 /** config.json's own text, quantization_config removed and the dtype key(s) naming `dtype`; every other byte kept. */
 async function plainConfig(ctx: Context, config: Record<string, unknown>, dtype: CastTarget): Promise<Uint8Array> {
-  const text = new TextDecoder().decode(await ctx.bytes(CONFIG_FILE, MAX_CONFIG_BYTES, 'MlxInvalidConfig'));
+  const text = new TextDecoder().decode(await ctx.bytes(MLX_CONFIG_FILE, MAX_MLX_CONFIG_BYTES, 'MlxInvalidConfig'));
   const changes = new Map<string, unknown>([['quantization_config', undefined]]);
   // transformers 5 writes `dtype`, older versions `torch_dtype`: whichever is there says the new one.
   for (const key of ['dtype', 'torch_dtype']) if (Object.hasOwn(config, key)) changes.set(key, TORCH_DTYPE[dtype]);
@@ -44,7 +42,7 @@ export async function hfQuantCheck(ctx: Context, tensors: readonly TensorDescrip
     scheme = hfQuantScheme(await readConfig(ctx));
   } catch (e) {
     if (!(e instanceof TensorportError)) throw e;
-    return { problems: [{ path: ctx.path('config.json'), ...toFinding(e) }] };
+    return { problems: [{ path: ctx.path(MLX_CONFIG_FILE), ...toFinding(e) }] };
   }
   if (scheme === null) return { problems: [] };
   if (!isFp8Block(scheme)) return { summary: { method: scheme.method, dequantizable: false }, problems: [] };
@@ -86,7 +84,7 @@ export function dequantizeHfQuantized(dtype: CastTarget): Transform {
       tensors: plain.tensors,
       metadata: checkpoint.metadata,
       warnings: [{ code: 'QuantDequantized', message: `${plain.layers.length} FP8 layer(s) (e4m3, ${bm}×${bn} blocks) dequantized to ${dtype}: weight × weight_scale_inv in float32, then rounded; config.json without quantization_config` }],
-      files: [{ name: CONFIG_FILE, bytes: await plainConfig(ctx, config!, dtype) }],
+      files: [{ name: MLX_CONFIG_FILE, bytes: await plainConfig(ctx, config!, dtype) }],
     };
   };
 }

@@ -22,9 +22,10 @@ export function asGguf(checkpoint: Checkpoint): GgufFile | null {
   return checkpoint.format === 'gguf' && 'kv' in checkpoint ? (checkpoint as GgufFile) : null;
 }
 
-export function ggufSummary(file: GgufFile): GgufInspectSummary {
+/** `findings`: the file's llamaCppFindings when the caller has them already (they are its warnings too). */
+export function ggufSummary(file: GgufFile, findings: readonly Finding[] = llamaCppFindings(file)): GgufInspectSummary {
   const summary = summarizeGguf(file);
-  const llamaCpp = checksLlamaCppArchitecture(summary.architecture) ? (llamaCppFindings(file).length === 0 ? 'loads' : 'refused') : null;
+  const llamaCpp = checksLlamaCppArchitecture(summary.architecture) ? (findings.length === 0 ? 'loads' : 'refused') : null;
   return { ...summary, version: file.version, alignment: file.alignment, dataOffset: file.dataOffset, llamaCpp };
 }
 
@@ -53,7 +54,8 @@ export interface GgufView {
 export function ggufView(checkpoint: Checkpoint, full = false): GgufView {
   const file = asGguf(checkpoint);
   if (!file) throw new TensorportError('UnsupportedFormat', `${checkpoint.format} is not GGUF`);
-  const summary = ggufSummary(file);
+  const loadable = llamaCppFindings(file);
+  const summary = ggufSummary(file, loadable);
   const tensors = file.tensors.map((t): TensorDescriptor => ({
     name: t.name,
     dtype: t.ggmlType.name as DType,
@@ -65,5 +67,5 @@ export function ggufView(checkpoint: Checkpoint, full = false): GgufView {
   const tok = summary.tokenizer ? `, tokenizer ${summary.tokenizer.model ?? '?'} with ${summary.tokenizer.tokens} tokens and ${summary.tokenizer.merges} merges` : '';
   const ctx = summary.contextLength === null ? '' : `, context length ${summary.contextLength}`;
   const note = `GGUF v${summary.version}: architecture ${summary.architecture ?? 'none'}${ctx}${tok}; ${summary.parameters} parameters at ${summary.bitsPerWeight.toFixed(2)} bits per weight. Only the header was read.`;
-  return { metadata: new Map(Object.entries(ggufMetadata(file, full))), tensors, warnings: [...file.warnings, ...llamaCppFindings(file)], summary, note };
+  return { metadata: new Map(Object.entries(ggufMetadata(file, full))), tensors, warnings: [...file.warnings, ...loadable], summary, note };
 }

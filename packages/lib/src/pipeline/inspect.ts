@@ -89,7 +89,8 @@ export async function inspect(ctx: Context, options: InspectOptions = {}): Promi
     }
     const mlx = await inspectQuantization(ctx, checkpoint);
     warnings.push(...mlx.warnings);
-    if (gguf) warnings.push(...llamaCppFindings(gguf));
+    const loadable = gguf ? llamaCppFindings(gguf) : [];
+    warnings.push(...loadable);
     const hf = gguf ? { problems: [] } : await hfQuantCheck(ctx, checkpoint.tensors);
     warnings.push(...hf.problems);
     return {
@@ -104,7 +105,7 @@ export async function inspect(ctx: Context, options: InspectOptions = {}): Promi
       ...('summary' in hf && hf.summary ? { hfQuantization: hf.summary } : {}),
       ...(mlx.parameters === undefined ? {} : { quantizedParameters: mlx.parameters }),
       aliases: gguf ? {} : tiedAliases(checkpoint.metadata, new Set(tensors.map((t) => t.name))),
-      ...(gguf ? { gguf: ggufSummary(gguf) } : {}),
+      ...(gguf ? { gguf: ggufSummary(gguf, loadable) } : {}),
     };
   } finally {
     await checkpoint.close();
