@@ -76,7 +76,14 @@ export function hfDequantizedTensors(checkpoint: Checkpoint, config: Record<stri
 /** The dequantizing step of `convert` when a dtype is asked: FP8 block scaling to `dtype`; anything else unchanged (or refused when quantized by another method). */
 export function dequantizeHfQuantized(dtype: CastTarget): Transform {
   return async (checkpoint: Checkpoint, ctx: Context): Promise<Transformed> => {
-    const config = await readConfig(ctx);
+    let config;
+    try {
+      config = await readConfig(ctx);
+    } catch (e) {
+      // A config.json beside the input that does not parse matters only when the tensors need it.
+      if (!checkpoint.tensors.some((t) => t.name.endsWith('_scale_inv'))) return checkpoint;
+      throw e;
+    }
     const plain = hfDequantizedTensors(checkpoint, config, dtype);
     if (plain === null) return checkpoint;
     const [bm, bn] = plain.blockSize;

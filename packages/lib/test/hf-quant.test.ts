@@ -83,6 +83,17 @@ describe('FP8 block-scaled checkpoint → convert', () => {
     });
     await expect(convertPath({ input: gptq, output: join(dir, 'out-c/'), dtype: 'BF16', fsync: false })).rejects.toMatchObject({ code: 'QuantUnsupported' });
     for (const o of ['out-a', 'out-b', 'out-c']) expect(await readdir(dir)).not.toContain(o);
+    // A broken config.json beside a plain model does not stop a cast; beside FP8 scales it does.
+    const plainDir = join(dir, 'broken-config-plain');
+    await mkdir(plainDir);
+    await copyFile(join(FIX, 'fp8-llama.dequantized-f32.safetensors'), join(plainDir, 'model.safetensors'));
+    await writeFile(join(plainDir, 'config.json'), '{"not json');
+    await expect(convertPath({ input: join(plainDir, 'model.safetensors'), output: join(dir, 'cast.safetensors'), dtype: 'BF16', fsync: false })).resolves.toMatchObject({ cast: 21 });
+    const fp8Dir = join(dir, 'broken-config-fp8');
+    await mkdir(fp8Dir);
+    await copyFile(join(MODEL, 'model.safetensors'), join(fp8Dir, 'model.safetensors'));
+    await writeFile(join(fp8Dir, 'config.json'), '{"not json');
+    await expect(convertPath({ input: fp8Dir, output: join(dir, 'out-d/'), dtype: 'BF16', fsync: false })).rejects.toMatchObject({ code: 'MlxInvalidConfig' });
   });
 });
 
