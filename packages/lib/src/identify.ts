@@ -1,5 +1,6 @@
 import { foreignIdentifier, identifyWith, kindsOf, safetensorsIdentifier, type ByteSource, type Identification, type IdentifyOptions, type KindIdentifier, type KindInfo } from '@tensorport/core';
 import { ggufIdentifier } from '@tensorport/gguf';
+import { hfQuantIdentifier } from '@tensorport/hf-quant';
 import { mlxIdentifier } from '@tensorport/mlx';
 import { npyMemberDescr, npzIdentifier } from '@tensorport/npz';
 import { torchIdentifier } from '@tensorport/torch-zip';
@@ -17,6 +18,7 @@ export const IDENTIFIERS: readonly KindIdentifier[] = [
   safetensorsIdentifier,
   torchIdentifier,
   mlxIdentifier(npyMemberDescr),
+  hfQuantIdentifier,
   npzIdentifier,
   ggufIdentifier,
   foreignIdentifier,

@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { BytesSource, openSafetensors, type TensorDescriptor } from '@tensorport/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requirePython, runPython } from '../../core/test/helpers/python.ts';
-import { convertPath, inspectPath, quantizePath, validatePath } from '../src/node/index.ts';
+import { FileSource } from '@tensorport/core/node';
+import { identify } from '../src/identify.ts';
+import { convertPath, inspectPath, quantizePath, scanPath, validatePath } from '../src/node/index.ts';
 
 const FIX = join(import.meta.dirname, '../../../fixtures/quantized');
 const MODEL = join(FIX, 'fp8-llama');
@@ -147,6 +149,18 @@ describe('FP8 block-scaled checkpoint → inspect and validate', () => {
   it('inspect names the scheme and its layers; validate passes it, and fails a block size its scales contradict, naming the tensor', async () => {
     const r = await inspectPath(MODEL);
     expect(r.hfQuantization).toEqual({ method: 'fp8', format: 'e4m3', blockSize: [128, 128], activationScheme: 'dynamic', layers: 14, dequantizable: true });
+    // identify names it from the bytes alone; the dequantized oracle is plain safetensors
+    for (const [file, kind] of [[join(MODEL, 'model.safetensors'), 'fp8-block'], [join(FIX, 'fp8-llama.dequantized-bf16.safetensors'), 'safetensors']] as const) {
+      const source = await FileSource.open(file);
+      try {
+        const id = await identify(source);
+        expect(id.kind, file).toBe(kind);
+        if (kind === 'fp8-block') expect(id.details.quantizedLayers).toBe(14);
+      } finally {
+        await source.close();
+      }
+    }
+    expect((await scanPath(join(MODEL, 'model.safetensors'))).verdict).toBe('no-pickle');
     expect((await validatePath(MODEL)).valid).toBe(true);
     const d = join(dir, 'block-64');
     await mkdir(d);

@@ -126,7 +126,7 @@ function optional(opts: ScanOptions): { limits?: Partial<PickleLimits>; path?: s
 }
 
 /** Formats `identify` names that hold no pickle (ZIPs and .npy are scanned member by member instead). */
-const NOT_PICKLES = new Set(['safetensors', 'safetensors-index', 'torch-index', 'mlx-quantized', 'gguf', 'hdf5', 'onnx', 'json', 'empty']);
+const NOT_PICKLES = new Set(['safetensors', 'safetensors-index', 'torch-index', 'mlx-quantized', 'fp8-block', 'gguf', 'hdf5', 'onnx', 'json', 'empty']);
 /** GLOBAL, INST, STACK_GLOBAL, EXT1/2/4: an opcode that imports, even when its arguments are bad. */
 const IMPORTING = new Set([0x63, 0x69, 0x93, 0x82, 0x83, 0x84]);
 
