@@ -8,7 +8,7 @@ export { GGUF_MAGIC, GGUF_VERSION, GGUF_DEFAULT_ALIGNMENT, ALIGNMENT_KEY } from 
 export { dequantizeBlocks, canDequantize, DEQUANTIZABLE_TYPES } from './dequant/index.ts';
 export { writeGguf, planGguf, type GgufWriteTensor, type GgufWriteOptions, type GgufMetadataInput, type GgufPlan } from './write.ts';
 export { quantizeBlocks, canQuantize, QUANTIZABLE_TYPES } from './quant/quantize.ts';
-export { dequantizedDescriptor, measuredDescriptor, quantizeDescriptor, type BlockTensor, type ErrorProbe } from './transform.ts';
+export { dequantizedDescriptor, quantizeDescriptor, type BlockTensor, type ErrorProbe } from './transform.ts';
 export { hfToGgufName, ggufToHfName, isSkippedHfName, permutedHeads } from './llama/names.ts';
 export { permuteQK, qkRowOrder } from './llama/permute.ts';
 export { llamaMetadata, llamaConfigFromGguf, llamaHeads, type LlamaConfig } from './llama/config.ts';

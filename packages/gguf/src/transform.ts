@@ -57,12 +57,20 @@ export function dequantizedDescriptor(t: BlockTensor, to: CastTarget = 'F32'): T
   };
 }
 
+/** A conversion's worst difference, set as the tensor streams: null until it has streamed whole. */
+export interface ErrorProbe {
+  maxAbs: number | null;
+}
+
 /**
  * `desc` (F32, F16, BF16 or F64, row-major) quantized to `type` while streaming, byte for byte as
  * `gguf.quants.quantize` of the values cast to float32. The last axis must be a multiple of the
- * block size (GgufBlockMismatch otherwise, gguf-py's QuantError).
+ * block size (GgufBlockMismatch otherwise, gguf-py's QuantError). With `probe`, each unit's result
+ * is read back and compared with its input: `probe.maxAbs` is the largest |written − input| once
+ * the stream has ended (the error a warning reports for values not stored in this type before,
+ * FP8 weights written to GGUF).
  */
-export function quantizeDescriptor(desc: TensorDescriptor, type: GgmlType | string): GgufWriteTensor & BlockTensor {
+export function quantizeDescriptor(desc: TensorDescriptor, type: GgmlType | string, probe?: ErrorProbe): GgufWriteTensor & BlockTensor {
   const t = typeof type === 'string' ? ggmlTypeByName(type) : type;
   if (!t) throw new TensorportError('GgufUnknownType', `unknown ggml type ${JSON.stringify(type)}`, { tensor: desc.name });
   if (!canQuantize(t)) throw new TensorportError('GgufUnsupportedType', `quantizing to ${t.name} is not supported`, { tensor: desc.name });
@@ -81,53 +89,25 @@ export function quantizeDescriptor(desc: TensorDescriptor, type: GgmlType | stri
     byteLength: (elements / t.blockSize) * t.typeSize,
     ggmlType: t,
     logicalShape: shape,
-    chunks: (chunkSize?: number) => mapUnits(f32, t.blockSize * 4, t.typeSize, (src, n) => {
-      const x = new Float32Array(src.buffer, src.byteOffset, n * t.blockSize);
-      return quantizeBlocks(t, x);
-    }, chunkSize),
+    chunks: (chunkSize?: number) => (probe ? measured(f32, t, probe, chunkSize) : mapUnits(f32, t.blockSize * 4, t.typeSize, (src, n) => quantizeBlocks(t, unitsOf(src, n, t)), chunkSize)),
   };
 }
 
-/** A conversion's worst difference, set as the tensor streams: null until it has streamed whole. */
-export interface ErrorProbe {
-  maxAbs: number | null;
+const unitsOf = (src: Uint8Array, n: number, t: GgmlType): Float32Array => new Float32Array(src.buffer, src.byteOffset, n * t.blockSize);
+
+/** quantizeDescriptor's stream, each unit dequantized back and compared; the worst difference lands in `probe` at the end. */
+async function* measured(f32: TensorDescriptor, t: GgmlType, probe: ErrorProbe, chunkSize?: number): AsyncGenerator<Uint8Array> {
+  let worst = 0;
+  yield* mapUnits(f32, t.blockSize * 4, t.typeSize, (src, n) => {
+    const x = unitsOf(src, n, t);
+    const bytes = quantizeBlocks(t, x);
+    const back = dequantizeBlocks(t, bytes);
+    for (let i = 0; i < x.length; i++) {
+      const d = Math.abs(back[i]! - x[i]!);
+      if (d > worst) worst = d;
+    }
+    return bytes;
+  }, chunkSize);
+  probe.maxAbs = worst;
 }
 
-/**
- * `desc` written as `type` (any type quantizeBlocks writes: F32/F16/BF16 or a block type), the same
- * bytes as castDescriptor / quantizeDescriptor, with each unit's result read back and compared with
- * its input: `probe.maxAbs` is the largest |written − input| once the stream has ended (NaN and
- * infinities that come back as themselves count as 0). For values that were not stored in this type
- * before (FP8 weights re-quantized to a GGUF type) the measured error is the one a warning reports.
- */
-export function measuredDescriptor(desc: TensorDescriptor, type: GgmlType | string, probe: ErrorProbe): GgufWriteTensor & BlockTensor {
-  const t = typeof type === 'string' ? ggmlTypeByName(type) : type;
-  if (!t) throw new TensorportError('GgufUnknownType', `unknown ggml type ${JSON.stringify(type)}`, { tensor: desc.name });
-  const plain = t.dtype ? t : null;
-  const shaped = plain ? null : quantizeDescriptor(desc, t);
-  const f32 = castDescriptor(desc, 'F32', { strict: true });
-  const shape = desc.shape;
-  const elements = shape.reduce((a, b) => a * b, 1);
-  return {
-    name: desc.name,
-    dtype: plain ? (plain.dtype as TensorDescriptor['dtype']) : shaped!.dtype,
-    shape: plain ? shape : shaped!.shape,
-    byteLength: (elements / t.blockSize) * t.typeSize,
-    ggmlType: t,
-    logicalShape: shape,
-    async *chunks(chunkSize?: number) {
-      let worst = 0;
-      for await (const out of mapUnits(f32, t.blockSize * 4, t.typeSize, (src, n) => {
-        const x = new Float32Array(src.buffer, src.byteOffset, n * t.blockSize);
-        const bytes = quantizeBlocks(t, x);
-        const back = dequantizeBlocks(t, bytes);
-        for (let i = 0; i < x.length; i++) {
-          const d = Math.abs(back[i]! - x[i]!);
-          if (d > worst) worst = d;
-        }
-        return bytes;
-      }, chunkSize)) yield out;
-      probe.maxAbs = worst;
-    },
-  };
-}

@@ -5,7 +5,7 @@
  */
 import { castDescriptor, TensorportError, type CastTarget, type Checkpoint, type Context, type Finding, type TensorDescriptor } from '@tensorport/core';
 import {
-  canQuantize, ggmlTypeByName, ggufArchitecture, measuredDescriptor, type ErrorProbe, mlxLayerToGguf, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
+  canQuantize, ggmlTypeByName, ggufArchitecture, type ErrorProbe, mlxLayerToGguf, quantizeDescriptor, llamaFromGguf, llamaToGguf, valueToString,
   type BlockTensor, type GgufFile, type GgufValue, type LlamaConfig, type LlamaToGgufOptions, type MlxToGgufReport,
 } from '@tensorport/gguf';
 import { dequantizeCheckpoint, findQuantizedLayers, readConfig, type FloatDType } from '@tensorport/mlx';
@@ -111,18 +111,12 @@ function storedFloatType(tensors: readonly TensorDescriptor[]): string {
   return [...bytes].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'F32';
 }
 
-/** A float tensor of 2+ dimensions whose rows are whole blocks of `typeName` (the rule of ggufFormat.write). */
-function rowsAreBlocks(t: TensorDescriptor, typeName: string): boolean {
+/** A float tensor of 2+ dimensions whose rows are whole blocks, in `type` (the rule of ggufFormat.write), measured into `probe` when given; anything else as it is. */
+function toType(t: TensorDescriptor, typeName: string, probe?: ErrorProbe): TensorDescriptor {
   const q = ggmlTypeByName(typeName)!;
   const floating = t.dtype === 'F32' || t.dtype === 'F16' || t.dtype === 'BF16' || t.dtype === 'F64';
-  return floating && t.shape.length >= 2 && t.shape[t.shape.length - 1]! % q.blockSize === 0;
-}
-
-/** Such a tensor in `type`; anything else as it is. */
-function toType(t: TensorDescriptor, typeName: string): TensorDescriptor {
-  const q = ggmlTypeByName(typeName)!;
-  if (!rowsAreBlocks(t, typeName)) return t;
-  return q.dtype ? castDescriptor(t, q.dtype as CastTarget, { strict: true }) : quantizeDescriptor(t, q);
+  if (!floating || t.shape.length < 2 || t.shape[t.shape.length - 1]! % q.blockSize !== 0) return t;
+  return q.dtype && !probe ? castDescriptor(t, q.dtype as CastTarget, { strict: true }) : quantizeDescriptor(t, q, probe);
 }
 
 /** What toGguf hands the GGUF writer besides tensors: typed keys and the type of the rest. */
@@ -222,11 +216,7 @@ export function toGguf(options: ToGgufOptions = {}): Transform {
     const architecture = ggufArchitecture(config);
     if (!architecture) {
       const typed = options.type ?? (fp8 ? type : undefined);
-      const tensors = mlx.tensors.map((t) => {
-        const probe = probes.get(t.name);
-        if (probe && typed !== undefined && rowsAreBlocks(t, typed)) return measuredDescriptor(t, typed, probe);
-        return typed === undefined ? t : toType(t, typed);
-      });
+      const tensors = typed === undefined ? mlx.tensors : mlx.tensors.map((t) => toType(t, typed, probes.get(t.name)));
       return { tensors, metadata: checkpoint.metadata, warnings: mlx.warnings };
     }
     const tokenizer = await readJson(ctx, TOKENIZER_FILE);

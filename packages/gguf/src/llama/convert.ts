@@ -2,7 +2,7 @@ import { TensorportError, castDescriptor, dtypeBytes, type CastTarget, type Tens
 import { redescribe } from '../descriptor.ts';
 import { ggmlTypeByName, type GgmlType } from '../ggml-types.ts';
 import type { GgufFile, GgufTensor } from '../read.ts';
-import { dequantizedDescriptor, measuredDescriptor, quantizeDescriptor, type BlockTensor, type ErrorProbe } from '../transform.ts';
+import { dequantizedDescriptor, quantizeDescriptor, type BlockTensor, type ErrorProbe } from '../transform.ts';
 import { valueToString, type GgufValue } from '../values.ts';
 import type { GgufWriteTensor } from '../write.ts';
 import { llamaConfigFromGguf, llamaHeads, llamaMetadata, type LlamaConfig } from './config.ts';
@@ -96,7 +96,8 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
       type = ggmlTypeByName('F16')!;
     }
     const probe = options.measure?.get(t.name);
-    if (probe) out.push(measuredDescriptor(src, type, probe));
+    // A measured tensor goes through quantizeBlocks for float types too: the same bytes as the cast.
+    if (probe) out.push(quantizeDescriptor(src, type, probe));
     else if (type.dtype) out.push(castDescriptor(src, type.dtype as CastTarget, { strict: true }));
     else out.push(quantizeDescriptor(src, type));
   }
