@@ -139,10 +139,10 @@ describe('metadata', () => {
   });
 
   it('maps Llama, Mistral and Qwen2 configs to their GGUF architecture; Qwen2 keeps its Q/K rows and writes qwen2.* keys', () => {
-    expect(ggufArchitecture({ architectures: ['MistralForCausalLM'] })).toEqual({ name: 'llama', permuteQK: true });
-    expect(ggufArchitecture({ model_type: 'llama' })).toEqual({ name: 'llama', permuteQK: true });
-    expect(ggufArchitecture({ architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2' })).toEqual({ name: 'qwen2', permuteQK: false });
-    expect(ggufArchitecture({ architectures: ['Qwen3ForCausalLM'] })).toEqual({ name: 'qwen3', permuteQK: false });
+    expect(ggufArchitecture({ architectures: ['MistralForCausalLM'] })).toEqual({ name: 'llama', permuteQK: true, fused: false, qkNorms: false, biases: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output.bias'] });
+    expect(ggufArchitecture({ model_type: 'llama' })).toEqual({ name: 'llama', permuteQK: true, fused: false, qkNorms: false, biases: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output.bias'] });
+    expect(ggufArchitecture({ architectures: ['Qwen2ForCausalLM'], model_type: 'qwen2' })).toEqual({ name: 'qwen2', permuteQK: false, fused: false, qkNorms: false, biases: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias'] });
+    expect(ggufArchitecture({ architectures: ['Qwen3ForCausalLM'] })).toEqual({ name: 'qwen3', permuteQK: false, fused: false, qkNorms: true, biases: [] });
     expect(hfToGgufName('model.layers.3.self_attn.q_norm.weight')).toBe('blk.3.attn_q_norm.weight');
     expect(ggufToHfName('blk.3.attn_k_norm.weight')).toBe('model.layers.3.self_attn.k_norm.weight');
     expect(ggufArchitecture({ architectures: ['Phi3ForCausalLM'] })?.name).toBe('phi3');

@@ -15,14 +15,24 @@ export interface GgufArchitecture {
   readonly permuteQK: boolean;
   /** Per-layer HF → GGUF names this architecture adds to the llama table (llama/names.ts). */
   readonly layerNames?: ReadonlyMap<string, string>;
+  // What llama.cpp's graph of this architecture creates (llama/loadable.ts checks files against it):
+  /** attn_qkv instead of attn_q/k/v, and ffn_up twice as wide instead of ffn_gate beside it. */
+  readonly fused: boolean;
+  /** attn_q_norm and attn_k_norm, one per head dimension, required. */
+  readonly qkNorms: boolean;
+  /** The biases the graph reads when a file has them (optional in every graph checked). */
+  readonly biases: readonly string[];
 }
 
-const LLAMA: GgufArchitecture = { name: 'llama', permuteQK: true };
-const QWEN2: GgufArchitecture = { name: 'qwen2', permuteQK: false };
-const QWEN3: GgufArchitecture = { name: 'qwen3', permuteQK: false };
+const LLAMA: GgufArchitecture = { name: 'llama', permuteQK: true, fused: false, qkNorms: false, biases: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output.bias'] };
+const QWEN2: GgufArchitecture = { name: 'qwen2', permuteQK: false, fused: false, qkNorms: false, biases: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias'] };
+const QWEN3: GgufArchitecture = { name: 'qwen3', permuteQK: false, fused: false, qkNorms: true, biases: [] };
 const PHI3: GgufArchitecture = {
   name: 'phi3',
   permuteQK: false,
+  fused: true,
+  qkNorms: false,
+  biases: [],
   layerNames: new Map([
     ['self_attn.qkv_proj.weight', 'attn_qkv.weight'],
     ['mlp.gate_up_proj.weight', 'ffn_up.weight'],
@@ -35,6 +45,13 @@ const BY_MODEL_TYPE: Readonly<Record<string, GgufArchitecture>> = { llama: LLAMA
 
 /** The HF classes tensorport writes as a runnable GGUF (for messages and docs). */
 export const GGUF_MODEL_CLASSES: readonly string[] = Object.keys(BY_CLASS);
+
+const BY_NAME: ReadonlyMap<string, GgufArchitecture> = new Map([LLAMA, QWEN2, QWEN3, PHI3].map((a) => [a.name, a]));
+
+/** The architecture a GGUF's general.architecture names, when tensorport writes it; else null. */
+export function ggufArchitectureNamed(name: string): GgufArchitecture | null {
+  return BY_NAME.get(name) ?? null;
+}
 
 /** The GGUF architecture of a transformers config.json, or null when tensorport has no mapping for it. */
 export function ggufArchitecture(config: Record<string, unknown> | undefined): GgufArchitecture | null {

@@ -9,7 +9,7 @@ import { llamaConfigFromGguf, llamaHeads, llamaMetadata, type LlamaConfig } from
 import { ggufToHfName, hfToGgufName, isSkippedHfName, permutedHeads } from './names.ts';
 import { permuteQK } from './permute.ts';
 import { llamaTokenizerMetadata } from './tokenizer.ts';
-import type { GgufArchitecture } from './arch.ts';
+import { ggufArchitectureNamed, type GgufArchitecture } from './arch.ts';
 import { f32Tensor, llama3RopeFactors } from './rope.ts';
 
 /** general.file_type (llama_ftype) for each whole-model output type. */
@@ -60,8 +60,8 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
   if (!ggmlTypeByName(outtype) || !(outtype in FILE_TYPE)) throw new TensorportError('InvalidOption', `outtype ${JSON.stringify(outtype)} is not one of ${Object.keys(FILE_TYPE).join(', ')}`);
   if (!(fileType in BLOCK_FILE_TYPE)) throw new TensorportError('InvalidOption', `file type ${JSON.stringify(fileType)} is not one of ${Object.keys(BLOCK_FILE_TYPE).join(', ')}`);
   const target = ggmlTypeByName(outtype)!;
-  const { heads, kvHeads } = llamaHeads(config);
-  const arch = options.architecture ?? { name: 'llama', permuteQK: true };
+  const { heads, kvHeads, headDim } = llamaHeads(config);
+  const arch = options.architecture ?? ggufArchitectureNamed('llama')!;
   const permuted = (name: string) => (arch.permuteQK ? permutedHeads(name) : null);
   const out: GgufWriteTensor[] = [];
   const skipped: string[] = [];
@@ -102,7 +102,7 @@ export function llamaToGguf(tensors: readonly TensorDescriptor[], config: LlamaC
     else out.push(quantizeDescriptor(src, type));
   }
   // Llama 3.1+: the converter's generated frequency factors, which llama.cpp's llama graph reads.
-  const factors = arch.name === 'llama' ? llama3RopeFactors(config, llamaHeads(config).headDim) : null;
+  const factors = arch.name === 'llama' ? llama3RopeFactors(config, headDim) : null;
   if (factors) out.push(f32Tensor('rope_freqs.weight', factors));
   const metadata = llamaMetadata(config, { ...(options.name ? { name: options.name } : {}), fileType: BLOCK_FILE_TYPE[fileType]!, architecture: arch.name });
   if (options.tokenizer !== undefined) {

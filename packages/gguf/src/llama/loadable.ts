@@ -1,6 +1,6 @@
 /**
- * Would llama.cpp load this GGUF as a model? For the architectures tensorport writes (llama,
- * qwen2, qwen3, phi3: arch.ts), the checks llama.cpp's loader makes before it runs anything, each a finding
+ * Would llama.cpp load this GGUF as a model? For the architectures tensorport writes (arch.ts,
+ * whose rows say what each graph creates), the checks llama.cpp's loader makes before it runs anything, each a finding
  * naming the key or tensor (reference notes §4.6, §2.1 rules 16–17):
  * - required keys with the exact type it reads (UINT32 counts, FLOAT32 epsilon);
  * - a tokenizer: a known tokenizer.ggml.model, its tokens, merges for gpt2, scores and token types
@@ -15,15 +15,10 @@
 import type { Finding } from '@tensorport/core';
 import type { GgufFile } from '../read.ts';
 import type { GgufValue } from '../values.ts';
+import { ggufArchitectureNamed } from './arch.ts';
 
 const TOKENIZER_MODELS = new Set(['llama', 'gpt2', 'bert', 't5', 'rwkv', 'plamo2', 'none', 'no_vocab']);
-/** The graphs checked. Biases are optional in both (llama.cpp loads a qwen2 file without them). */
-const ARCHITECTURES = new Set(['llama', 'qwen2', 'qwen3', 'phi3']);
-/** Per-head q/k norms the graph requires (qwen3). */
-const QK_NORMS: Readonly<Record<string, boolean>> = { llama: false, qwen2: false, qwen3: true, phi3: false };
 const OPTIONAL_GLOBAL = new Set(['output.weight', 'rope_freqs.weight']);
-/** Biases each graph reads when present (llama: all four; qwen2: q/k/v). */
-const LAYER_BIASES: Readonly<Record<string, readonly string[]>> = { llama: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_output.bias'], qwen2: ['attn_q.bias', 'attn_k.bias', 'attn_v.bias'], qwen3: [], phi3: [] };
 
 function uint32(kv: ReadonlyMap<string, GgufValue>, key: string, required: boolean, out: Finding[]): number | undefined {
   const v = kv.get(key);
@@ -45,14 +40,15 @@ function arrayLength(v: GgufValue | undefined, elementType: string): number | nu
 
 /** True for the architectures llamaCppFindings checks (the others get no finding, checked or not). */
 export function checksLlamaCppArchitecture(name: string | null): boolean {
-  return name !== null && ARCHITECTURES.has(name);
+  return name !== null && ggufArchitectureNamed(name) !== null;
 }
 
 /** Findings that say why llama.cpp would refuse `file` as a model; empty when it would load it (or its architecture is not one tensorport checks). */
 export function llamaCppFindings(file: GgufFile): Finding[] {
-  const arch = file.kv.get('general.architecture');
-  if (arch?.type !== 'STRING' || !ARCHITECTURES.has(arch.value)) return [];
-  const a = arch.value;
+  const named = file.kv.get('general.architecture');
+  const graph = named?.type === 'STRING' ? ggufArchitectureNamed(named.value) : null;
+  if (!graph) return [];
+  const a = graph.name;
   const kv = file.kv;
   const out: Finding[] = [];
   uint32(kv, `${a}.context_length`, true, out);
@@ -93,8 +89,7 @@ export function llamaCppFindings(file: GgufFile): Finding[] {
   for (let i = 0; i < blocks; i++) {
     const b = `blk.${i}.`;
     want.set(`${b}attn_norm.weight`, [embd]);
-    if (a === 'phi3') {
-      // fused: q, k and v in one matrix, gate and up in one double-width ffn_up
+    if (graph.fused) {
       want.set(`${b}attn_qkv.weight`, [embd, q + 2 * kvDim]);
     } else {
       want.set(`${b}attn_q.weight`, [embd, q]);
@@ -104,9 +99,9 @@ export function llamaCppFindings(file: GgufFile): Finding[] {
     }
     want.set(`${b}attn_output.weight`, [q, embd]);
     want.set(`${b}ffn_norm.weight`, [embd]);
-    want.set(`${b}ffn_up.weight`, [embd, a === 'phi3' ? 2 * ff : ff]);
+    want.set(`${b}ffn_up.weight`, [embd, graph.fused ? 2 * ff : ff]);
     want.set(`${b}ffn_down.weight`, [ff, embd]);
-    if (QK_NORMS[a]) {
+    if (graph.qkNorms) {
       want.set(`${b}attn_q_norm.weight`, [headDim]);
       want.set(`${b}attn_k_norm.weight`, [headDim]);
     }
@@ -122,7 +117,7 @@ export function llamaCppFindings(file: GgufFile): Finding[] {
   }
   for (const t of file.tensors) {
     const m = /^blk\.(\d+)\.(.+)$/.exec(t.name);
-    if (!m || !LAYER_BIASES[a]!.includes(m[2]!) || Number(m[1]) >= blocks) continue;
+    if (!m || !graph.biases.includes(m[2]!) || Number(m[1]) >= blocks) continue;
     const d = biasDims[m[2]!]!;
     if (t.dims.length !== 1 || t.dims[0] !== d) out.push({ code: 'GgufNotLoadable', message: `tensor ${t.name} has dims [${t.dims.join(', ')}]; llama.cpp's ${a} graph makes [${d}]`, tensor: t.name });
   }
@@ -130,7 +125,7 @@ export function llamaCppFindings(file: GgufFile): Finding[] {
   if (output && (output.length !== 2 || output[0] !== embd || (vocab !== undefined && output[1] !== vocab))) {
     out.push({ code: 'GgufNotLoadable', message: `tensor output.weight has dims [${output.join(', ')}]; llama.cpp's ${a} graph makes [${embd}, ${vocab ?? '?'}]`, tensor: 'output.weight' });
   }
-  const unused = file.tensors.filter((t) => !want.has(t.name) && !OPTIONAL_GLOBAL.has(t.name) && !(LAYER_BIASES[a]!.some((s) => t.name.endsWith(`.${s}`)) && /^blk\.\d+\./.test(t.name)));
+  const unused = file.tensors.filter((t) => !want.has(t.name) && !OPTIONAL_GLOBAL.has(t.name) && !(graph.biases.some((s) => t.name.endsWith(`.${s}`)) && /^blk\.\d+\./.test(t.name)));
   if (unused.length > 0) {
     const names = unused.slice(0, 3).map((t) => t.name).join(', ');
     out.push({ code: 'GgufNotLoadable', message: `${unused.length} tensor(s) llama.cpp's ${a} graph does not use (${names}${unused.length > 3 ? ', …' : ''}): it refuses the file (wrong number of tensors)`, tensor: unused[0]!.name });

@@ -74,7 +74,7 @@ function tokenContent(v: unknown): string | undefined {
  * SentencePiece-derived) become model "llama" with scores; byte-level BPE (Llama 3) becomes "gpt2"
  * with merges. Limits: SentencePiece scores are not in tokenizer.json, so they are approximated by
  * -id (merge priority follows id order in these vocabularies); `tokenizer.ggml.pre` is `options.pre`
- * or "default" (llama.cpp picks it by hashing the tokenizer's output, which needs the tokenizer).
+ * or bpePreTokenizer's name for the split regex (llama.cpp's converter hashes the tokenizer's output).
  */
 export interface TokenizerMetadataOptions {
   /** tokenizer.ggml.pre; default: bpePreTokenizer's answer. */
