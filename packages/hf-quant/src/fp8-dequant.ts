@@ -6,6 +6,7 @@
  */
 import { bf16BitsToF32, f16BitsToF32, f32ArrayToBf16, f32ArrayToF16, TensorportError, type CastTarget, type TensorDescriptor } from '@tensorport/core';
 import { E4M3FN_VALUES } from './e4m3.ts';
+import { fp8Layers, type Fp8BlockScheme } from './scheme.ts';
 
 const OUT_BYTES: Readonly<Record<CastTarget, number>> = { F32: 4, BF16: 2, F16: 2 };
 
@@ -82,4 +83,16 @@ export function dequantizeFp8Block(weight: TensorDescriptor, scale: TensorDescri
       if (filled !== 0 || row !== rows) throw new TensorportError('ShortRead', `${weight.name}: ${row * cols + filled} of ${rows * cols} bytes streamed`, { tensor: weight.name });
     },
   };
+}
+
+/**
+ * A checkpoint's tensors with every FP8 layer (checked by fp8Layers) dequantized to `dtype` and its
+ * scale gone; other tensors as they are, in their order. `layers` names the dequantized weights.
+ */
+export function dequantizeFp8Tensors(tensors: readonly TensorDescriptor[], scheme: Fp8BlockScheme, dtype: CastTarget): { tensors: TensorDescriptor[]; layers: string[] } {
+  const layers = fp8Layers(tensors, scheme);
+  const byName = new Map(tensors.map((t) => [t.name, t]));
+  const dequantized = new Map(layers.map((l) => [l.weight, dequantizeFp8Block(byName.get(l.weight)!, byName.get(l.scale)!, scheme.blockSize, dtype)]));
+  const scales = new Set(layers.map((l) => l.scale));
+  return { tensors: tensors.filter((t) => !scales.has(t.name)).map((t) => dequantized.get(t.name) ?? t), layers: layers.map((l) => l.weight) };
 }

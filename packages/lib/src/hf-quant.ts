@@ -5,7 +5,7 @@
  * method tensorport does not dequantize yet is refused rather than half-converted.
  */
 import { editJsonObject, TensorportError, toFinding, type CastTarget, type Checkpoint, type Context, type Finding, type TensorDescriptor } from '@tensorport/core';
-import { dequantizeFp8Block, fp8Layers, hfQuantScheme, isFp8Block } from '@tensorport/hf-quant';
+import { dequantizeFp8Tensors, fp8Layers, hfQuantScheme, isFp8Block } from '@tensorport/hf-quant';
 import { MAX_MLX_CONFIG_BYTES, MLX_CONFIG_FILE, readConfig } from '@tensorport/mlx';
 import type { Transform, Transformed } from './pipeline/transform.ts';
 
@@ -66,11 +66,7 @@ export function hfDequantizedTensors(checkpoint: Checkpoint, config: Record<stri
   if (!isFp8Block(scheme)) {
     throw new TensorportError('QuantUnsupported', `config.json says quant_method ${JSON.stringify(scheme.method)}: dequantizing it is not supported yet (FP8 block scaling is); convert without --dtype copies the tensors as stored`);
   }
-  const layers = fp8Layers(checkpoint.tensors, scheme);
-  const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
-  const dequantized = new Map(layers.map((l) => [l.weight, dequantizeFp8Block(byName.get(l.weight)!, byName.get(l.scale)!, scheme.blockSize, dtype)]));
-  const scales = new Set(layers.map((l) => l.scale));
-  return { tensors: checkpoint.tensors.filter((t) => !scales.has(t.name)).map((t) => dequantized.get(t.name) ?? t), layers: layers.map((l) => l.weight), blockSize: scheme.blockSize };
+  return { ...dequantizeFp8Tensors(checkpoint.tensors, scheme, dtype), blockSize: scheme.blockSize };
 }
 
 /** The dequantizing step of `convert` when a dtype is asked: FP8 block scaling to `dtype`; anything else unchanged (or refused when quantized by another method). */
