@@ -5,7 +5,7 @@ export { type TensorDescriptor, type Checkpoint } from './tensor.ts';
 export { exactChunks, LOOKAHEAD_BYTES, tensorsInOrder } from './tensor-chunks.ts';
 export { checkRange, readChunks, BytesSource, BlobSource, SliceSource, DEFAULT_CHUNK, type ByteSource } from './io/source.ts';
 export { MemorySink, writeChunk, type ByteSink } from './io/sink.ts';
-export { readInOrder } from './io/in-order.ts';
+export { readInOrder, READ_AHEAD } from './io/in-order.ts';
 export { compareUtf8, writeOrder } from './safetensors/order.ts';
 export { planSafetensors, writeSafetensors, streamSafetensors, abortQuietly, outputMetadata, type TensorLayout, type MetadataInput, type SafetensorsPlan, type WriteOptions } from './safetensors/writer.ts';
 export * from './zip/index.ts';

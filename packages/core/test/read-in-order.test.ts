@@ -23,7 +23,7 @@ describe('readInOrder', () => {
         const items = Array.from({ length: n }, (_, i) => i);
         const t = tracker(delays);
         const got: Array<[number, number]> = [];
-        for await (const pair of readInOrder(items, window, t.read)) got.push(pair);
+        for await (const pair of readInOrder(items, t.read, window)) got.push(pair);
         expect(got).toEqual(items.map((i) => [i, i * 10]));
         expect(t.most()).toBeLessThanOrEqual(window);
         if (n >= window && delays.some((d) => d > 0)) expect(t.most()).toBeGreaterThan(0);
@@ -34,7 +34,7 @@ describe('readInOrder', () => {
   it('keeps reads ahead of the consumer (the point of it)', async () => {
     const t = tracker([5]);
     const items = Array.from({ length: 100 }, (_, i) => i);
-    for await (const _ of readInOrder(items, 16, t.read)) void _;
+    for await (const _ of readInOrder(items, t.read, 16)) void _;
     expect(t.most()).toBe(16);
   });
 
@@ -50,7 +50,7 @@ describe('readInOrder', () => {
       };
       await expect(
         (async () => {
-          for await (const [, v] of readInOrder([0, 1, 2, 3, 4, 5, 6], 8, read)) got.push(v);
+          for await (const [, v] of readInOrder([0, 1, 2, 3, 4, 5, 6], read, 8)) got.push(v);
         })(),
       ).rejects.toThrow('bad 3');
       expect(got).toEqual([0, 1, 2]);
@@ -67,7 +67,7 @@ describe('readInOrder', () => {
       started++;
       return i;
     };
-    for await (const [i] of readInOrder(Array.from({ length: 1000 }, (_, k) => k), 4, read)) if (i === 1) break;
+    for await (const [i] of readInOrder(Array.from({ length: 1000 }, (_, k) => k), read, 4)) if (i === 1) break;
     expect(started).toBeLessThanOrEqual(6);
   });
 });

@@ -29,9 +29,6 @@ export interface NpzCheckpoint extends Checkpoint {
  * one `.npy` removed (`/` kept). Members that are not .npy (no magic and no `.npy` suffix) are
  * skipped with a warning, as are directory entries.
  */
-/** Member headers read concurrently while opening (each is one small read). */
-const PREFIX_READ_AHEAD = 64;
-
 export async function openNpz(source: ByteSource, options: NpzReadOptions = {}): Promise<NpzCheckpoint> {
   const warnings: Finding[] = [];
   const warn = (f: Finding) => {
@@ -45,7 +42,7 @@ export async function openNpz(source: ByteSource, options: NpzReadOptions = {}):
   const members = zip.entries.filter((e) => !(e.name.endsWith('/') && e.uncompressedSize === 0));
   // Headers are read ahead, a window at a time: one awaited read per member made a 100k-member npz
   // spend minutes waiting on the file system (docs/benchmarks.md, "Many tensors").
-  for await (const [entry, prefix] of readInOrder(members, PREFIX_READ_AHEAD, (e) => readNpyPrefix((n) => zip.readPrefix(e, n), options))) {
+  for await (const [entry, prefix] of readInOrder(members, (e) => readNpyPrefix((n) => zip.readPrefix(e, n), options))) {
     const name = entry.name.endsWith('.npy') ? entry.name.slice(0, -4) : entry.name;
     if (!entry.name.endsWith('.npy') && !startsWithNpyMagic(prefix)) {
       warn({ code: 'NpzSkippedMember', message: `member ${JSON.stringify(entry.name)} is not a .npy; skipped`, tensor: entry.name });

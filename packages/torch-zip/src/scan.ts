@@ -63,9 +63,6 @@ const MAX_FINDINGS = 1000;
 /** Containers inside containers scanned (a ZIP appended to a legacy stream): deeper is a finding. */
 const MAX_DEPTH = 3;
 
-/** Member prefixes read concurrently while scanning an archive (each is one small read, as npz's open). */
-const PREFIX_READ_AHEAD = 64;
-
 class Report {
   readonly globals = new Set<string>();
   readonly findings: Finding[] = [];
@@ -309,7 +306,7 @@ async function scanZip(source: ByteSource, report: Report, opts: CheckpointScanO
   const members = zip.entries.filter((e) => !e.name.endsWith('/'));
   // Every member's first bytes, storages included (numpy would unpickle a storage that is a .npy),
   // read ahead: one awaited read per member was most of a 10,000-tensor checkpoint's scan.
-  for await (const [e, first] of readInOrder(members, PREFIX_READ_AHEAD, (m) => zip.readPrefix(m, 6))) {
+  for await (const [e, first] of readInOrder(members, (m) => zip.readPrefix(m, 6))) {
     const npy = startsWithNpyMagic(first);
     // torch reads its storages as raw numbers; numpy would still read one that is a .npy
     if (!npy && layout.isStorage(e)) continue;

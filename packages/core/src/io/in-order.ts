@@ -8,7 +8,10 @@
  * before, and one still in flight when the consumer stops is awaited by nobody and never reported
  * as an unhandled rejection.
  */
-export async function* readInOrder<T, R>(items: readonly T[], window: number, read: (item: T) => Promise<R>): AsyncGenerator<[T, R]> {
+/** Reads in flight by default: small reads (a few hundred bytes) of a local file or one HTTP connection. */
+export const READ_AHEAD = 64;
+
+export async function* readInOrder<T, R>(items: readonly T[], read: (item: T) => Promise<R>, window = READ_AHEAD): AsyncGenerator<[T, R]> {
   const ahead: Array<Promise<R> | undefined> = [];
   const start = (i: number): void => {
     if (i >= items.length) return;
