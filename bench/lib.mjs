@@ -95,7 +95,8 @@ export function contest({ input, out, runs }) {
  * Writes a safetensors header by hand at the start of `fd`: u64 LE length, `{entries}` as JSON,
  * spaces up to a multiple of 8 (so a bench does not depend on the code it measures). Returns N.
  */
-function writeHeader(fd, entries) {
+/** A safetensors header of `entries` (JSON member texts) at the start of `fd`, space-padded to 8 bytes; returns its JSON length. */
+export function writeHeader(fd, entries) {
   let json = `{${entries.join(',')}}`;
   json += ' '.repeat((8 - (json.length % 8)) % 8);
   const head = Buffer.alloc(8);

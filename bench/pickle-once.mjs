@@ -9,11 +9,11 @@
 // and the whole `tensorport convert in.pt out.safetensors` under GNU time for scale.
 //   node bench/pickle-once.mjs [--tensors 10000] [--runs 5]
 // Figures in docs/benchmarks.md ("One pass over a pickle").
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, PACKAGES, measure, median, requireBuild } from './lib.mjs';
+import { CLI, PACKAGES, measure, median, requireBuild, writeHeader } from './lib.mjs';
 
 requireBuild();
 const { values } = parseArgs({ options: { tensors: { type: 'string', default: '10000' }, runs: { type: 'string', default: '5' } } });
@@ -22,18 +22,19 @@ const runs = Number(values.runs);
 const { FileSource } = await import(join(PACKAGES, 'core/dist/node.node.js'));
 const { scanCheckpoint, openTorchCheckpoint } = await import(join(PACKAGES, 'torch-zip/dist/index.js'));
 
-/** N F32 tensors of 4 elements, named like a large model's. */
-function smallTensors(count) {
+/** A safetensors file of N F32 tensors of 4 elements, named like a large model's. */
+function writeSmallTensors(path, count) {
   const entries = [];
   for (let i = 0; i < count; i++) entries.push(`"model.layers.${i >> 6}.experts.${i & 63}.w":{"dtype":"F32","shape":[4],"data_offsets":[${i * 16},${i * 16 + 16}]}`);
-  let json = `{${entries.join(',')}}`;
-  json += ' '.repeat((8 - (Buffer.byteLength(json) % 8)) % 8);
-  const header = Buffer.from(json);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(header.byteLength));
   const data = Buffer.alloc(count * 16);
   for (let i = 0; i < count * 4; i++) data.writeFloatLE(i % 97, i * 4);
-  return Buffer.concat([len, header, data]);
+  const fd = openSync(path, 'w');
+  try {
+    writeHeader(fd, entries);
+    writeSync(fd, data);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 async function twoPasses(path) {
@@ -72,7 +73,7 @@ const dir = mkdtempSync(join(tmpdir(), 'tensorport-pickle-once-'));
 try {
   const st = join(dir, 'in.safetensors');
   const pt = join(dir, 'in.pt');
-  writeFileSync(st, smallTensors(n));
+  writeSmallTensors(st, n);
   measure(process.execPath, [CLI, 'convert', st, pt, '--no-fsync']);
   // One untimed round of each so both run on compiled code.
   await twoPasses(pt);
