@@ -1,6 +1,12 @@
-import { join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { main } from '../src/program.ts';
+import { VERSION } from '../src/version.ts';
 import { FIXTURES, tensorport } from './helpers.ts';
+
+const here = dirname(fileURLToPath(import.meta.url));
 
 const minimal = join(FIXTURES, 'minimal.safetensors');
 
@@ -25,10 +31,18 @@ describe('--help', () => {
     expect(r.stdout).toContain('Exit codes: 0 success, 1 invalid input or failed conversion, 2 usage error.');
   });
 
-  it('--version prints the package version', async () => {
-    const r = await tensorport('--version');
-    expect(r.code).toBe(0);
-    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  it('--version and -V print the package version, the one the program reports too', async () => {
+    const { version } = JSON.parse(await readFile(join(here, '../package.json'), 'utf8')) as { version: string };
+    expect(version).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(VERSION).toBe(version);
+    for (const flag of ['--version', '-V']) {
+      const r = await tensorport(flag);
+      expect(r).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }
+    // Not alone, the flag goes through the program (the bin's short cut answers only the lone flag).
+    const lines: string[] = [];
+    const code = await main(['-V', '--version'], { stdout: { write: (t: string) => lines.push(t) }, stderr: process.stderr });
+    expect({ code, out: lines.join('') }).toEqual({ code: 0, out: `${version}\n` });
   });
 });
 
