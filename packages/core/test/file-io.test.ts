@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSink, FileSource, openCheckpointPath, pendingTempFiles, sameFile, writeCheckpointPath } from '../src/node/index.ts';
 import { TensorportError, readChunks, writeSafetensors, type TensorDescriptor } from '../src/index.ts';
@@ -103,6 +104,65 @@ describe('FileSource', () => {
     const src = await FileSource.open(join(d, 'f'));
     await truncate(join(d, 'f'), 600);
     expect(await codeOf(src.read(500, 200))).toBe('ShortRead');
+    await src.close();
+  });
+  it('small reads walking forward come from blocks: the same bytes, a few preads instead of one each', async () => {
+    const d = await fresh('small-blocks');
+    const p = join(d, 'tiny.bin');
+    const data = patternBytes(1 << 20, 11);
+    await writeFile(p, data);
+    // A ZIP of tiny members, as read: a 30-byte header, a gap, 64 bytes of data, every 150 bytes.
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(fc.integer({ min: 0, max: 4000 }), fc.integer({ min: 0, max: 70_000 })), { minLength: 1, maxLength: 300 }), fc.boolean(), async (steps, together) => {
+        const src = await FileSource.open(p);
+        try {
+          const ranges: Array<[number, number]> = [];
+          let at = 0;
+          for (const [gap, len] of steps) {
+            if (at + gap + len > data.length) break;
+            ranges.push([at + gap, len]);
+            at += gap + len;
+          }
+          // One after another, or all in flight at once (readInOrder's window): each gets its own bytes.
+          const got = together ? await Promise.all(ranges.map(([o, l]) => src.read(o, l))) : [];
+          if (!together) for (const [o, l] of ranges) got.push(await src.read(o, l));
+          for (const [i, [o, l]] of ranges.entries()) {
+            expect(got[i]!.byteOffset).toBe(0);
+            expect(got[i]!.buffer.byteLength).toBe(l);
+            expect(Buffer.from(got[i]!).equals(Buffer.from(data.subarray(o, o + l)))).toBe(true);
+          }
+          expect(src.bytesRead).toBe(ranges.reduce((n, [, l]) => n + l, 0));
+        } finally {
+          await src.close();
+        }
+      }),
+      { numRuns: 60 },
+    );
+    const src = await FileSource.open(p);
+    for (let o = 0; o + 94 <= data.length; o += 150) {
+      expect(Buffer.from(await src.read(o, 30)).equals(Buffer.from(data.subarray(o, o + 30)))).toBe(true);
+      expect(Buffer.from(await src.read(o + 30, 64)).equals(Buffer.from(data.subarray(o + 30, o + 94)))).toBe(true);
+    }
+    // 13,980 reads; a 256 KiB block each 1,748 of them.
+    expect(src.preads).toBeLessThan(10);
+    // A lone small read, or two (a length, then the header it gives), is read as asked.
+    const lone = await FileSource.open(p);
+    await lone.read(500_000, 8);
+    await lone.read(500_008, 100);
+    expect(lone.preads).toBe(2);
+    await Promise.all([src.close(), lone.close()]);
+  });
+  it('a block that cannot be read (the file shrank) leaves the small read its own ShortRead, or its bytes', async () => {
+    const d = await fresh('small-blocks-shrink');
+    const p = join(d, 'f');
+    const data = patternBytes(600_000, 5);
+    await writeFile(p, data);
+    const src = await FileSource.open(p);
+    for (let o = 0; o < 300; o += 100) await src.read(o, 50);
+    await truncate(p, 350_000);
+    // The block would reach past the new end; the read itself does not.
+    expect(Buffer.from(await src.read(300_000, 50)).equals(Buffer.from(data.subarray(300_000, 300_050)))).toBe(true);
+    expect(await codeOf(src.read(400_000, 50))).toBe('ShortRead');
     await src.close();
   });
   it('refuses missing files, directories and FIFOs with IoError', async () => {

@@ -4,6 +4,7 @@ import { copyFile, open, stat, type FileHandle } from 'node:fs/promises';
 import { TensorportError } from '../errors.ts';
 import { checkRange, type ByteSource } from '../io/source.ts';
 import { POOLED_MIN, giveBack, lend } from './buffer-pool.ts';
+import { SMALL_READ, SmallBlocks } from './small-blocks.ts';
 
 /** A read started before it was asked for: the chunk after the last one read. */
 interface Ahead {
@@ -32,17 +33,22 @@ export class FileSource implements ByteSource {
   bytesRead = 0;
   /** Bytes read ahead that no read asked for (dropped at a jump or at close). */
   bytesDropped = 0;
+  /** preads made (a small read served from a block makes none): what a many-tensor file costs. */
+  preads = 0;
   private closed = false;
   /** Least recently read first. */
   private streams: Stream[] = [];
-  /** Chunks read ahead of a sequential reader; 0 turns read-ahead off. */
+  /** Chunks read ahead of a sequential reader; 0 turns read-ahead off (small-blocks.ts's blocks too). */
   readAhead = DEFAULT_READ_AHEAD;
+  private readonly small: SmallBlocks;
 
   private constructor(
     private readonly fh: FileHandle,
     readonly name: string,
     readonly size: number,
-  ) {}
+  ) {
+    this.small = new SmallBlocks(size, (offset, length) => this.readNow(offset, length));
+  }
 
   /** Opens a regular file (a FIFO or device could block forever or have no size: refused). */
   static async open(path: string): Promise<FileSource> {
@@ -68,6 +74,14 @@ export class FileSource implements ByteSource {
     if (this.closed) throw new TensorportError('IoError', `${this.name} is closed`, { path: this.name, offset });
     if (length > MAX_READ) {
       throw new TensorportError('IoError', `cannot read ${length} bytes of ${this.name} at once (at most ${MAX_READ}); stream them in chunks`, { path: this.name, offset });
+    }
+    if (length < SMALL_READ && this.readAhead > 0) {
+      const fromBlock = this.small.read(offset, length);
+      if (fromBlock) {
+        const buf = await fromBlock;
+        this.bytesRead += length;
+        return buf;
+      }
     }
     let data: Promise<Uint8Array>;
     let stream = this.streams.find((a) => a[0]?.offset === offset && a[0].length === length);
@@ -119,6 +133,7 @@ export class FileSource implements ByteSource {
       let n: number;
       try {
         // One pread moves at most ~2 GiB on Linux: loop on short reads.
+        this.preads++;
         ({ bytesRead: n } = await this.fh.read(buf, filled, length - filled, offset + filled));
       } catch (e) {
         throw ioError(`read of ${length} bytes at offset ${offset} in ${this.name} failed`, this.name, e, offset + filled);
@@ -164,7 +179,7 @@ export class FileSource implements ByteSource {
     for (const stream of this.streams) this.drop(stream);
     this.streams = [];
     // A read still in flight on a closed descriptor could read another file opened under its number.
-    await Promise.all(pending);
+    await Promise.all([...pending, this.small.clear()]);
     await this.fh.close();
   }
 }
