@@ -54,7 +54,8 @@ export function parseCentralDirectory(bytes: Uint8Array, base: number, count: nu
     if (end > bytes.byteLength) {
       throw new TensorportError('ZipInvalidCentralDirectory', `central directory entry ${index} runs past the directory`, { offset: at });
     }
-    const nameBytes = bytes.slice(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLen);
+    // A view of the directory, not a copy: one buffer instead of an ArrayBuffer per member (100,000 in a large .pt).
+    const nameBytes = bytes.subarray(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLen);
     const name = decodeName(nameBytes, (flags & FLAG_UTF8) !== 0, at);
     const extra = bytes.subarray(p + CENTRAL_SIZE + nameLen, p + CENTRAL_SIZE + nameLen + extraLen);
     const z = zip64Fields(extra, at + CENTRAL_SIZE + nameLen, name);

@@ -36,7 +36,8 @@ export interface TensorLayout {
   readonly contiguous: boolean;
   /** Byte swap unit when the storage is big-endian (complex types swap each half); 1 = none. */
   readonly swapUnit: number;
-  readonly record: TensorRecord;
+  /** The torch shape and strides a gather walks; null when contiguous (a checkpoint of 100,000 tensors keeps none of them). */
+  readonly view: { readonly shape: readonly number[]; readonly stride: readonly number[] } | null;
 }
 
 export function planTensor(name: string, t: TensorRecord, storageBytes: number, maxViewBytes = DEFAULT_MAX_VIEW_BYTES): TensorLayout {
@@ -69,7 +70,7 @@ export function planTensor(name: string, t: TensorRecord, storageBytes: number, 
   }
   return {
     dtype: info.safetensors, shape, byteLength: bytes, elemSize: es, start: numel === 0n ? 0 : t.offset * es, extentEnd: Number(extentEnd),
-    contiguous, swapUnit: info.complex ? es / 2 : es, record: t,
+    contiguous, swapUnit: info.complex ? es / 2 : es, view: contiguous ? null : { shape: t.shape, stride: t.stride },
   };
 }
 
@@ -99,7 +100,7 @@ export async function* tensorChunks(l: TensorLayout, s: StorageBytes, chunkSize 
 
 /** Copies a strided view (offsets relative to its first element) into C order, a row at a time. */
 function gather(l: TensorLayout, src: Uint8Array): Uint8Array {
-  const { shape, stride } = l.record;
+  const { shape, stride } = l.view!;
   const es = l.elemSize;
   const out = new Uint8Array(l.byteLength);
   const n = shape.length;
