@@ -90,6 +90,7 @@ try {
   const rows = [
     ['curl -o (download only)', () => run('curl', ['-s', '-o', join(dir, 'curl.bin'), `${base}/pytorch_model.bin`])],
     ['tensorport convert <url> (no --verify)', () => run(process.execPath, [CLI, 'convert', `${base}/pytorch_model.bin`, `${out}.safetensors`, '--force'])],
+    ['tensorport convert <url> --no-fsync', () => run(process.execPath, [CLI, 'convert', `${base}/pytorch_model.bin`, `${out}.safetensors`, '--force', '--no-fsync'])],
     ['tensorport convert <local file> (after curl)', () => run(process.execPath, [CLI, 'convert', join(dir, 'curl.bin'), `${out}-local.safetensors`, '--force'])],
   ];
   for (const [label, f] of rows) {

@@ -75,6 +75,8 @@ export interface ReadFlags {
   /** torch: foreign globals become inert placeholders (extraction mode, docs/security.md). */
   allowObjects?: boolean;
   name?: string;
+  /** `--no-crc` (commander's negation: false when given). */
+  crc?: boolean;
 }
 
 /** `--void1`: the one-byte dtype a `<V1` array holds (ml_dtypes writes float8 that way). */
@@ -90,7 +92,7 @@ function void1Of(v: string | undefined): { void1?: DType } {
 export function readOptions(flags: ReadFlags): ReadOptions {
   const void1 = void1Of(flags.void1);
   return {
-    npz: void1,
+    npz: { ...void1, ...(flags.crc === false ? { verifyCrc: false } : {}) },
     npy: { ...void1, ...(flags.name === undefined ? {} : { name: flags.name }) },
     torch: { ...(flags.select === undefined ? {} : { select: flags.select }), ...(flags.keepAliases ? { keepAliases: true } : {}), ...(flags.allowObjects ? { allowObjects: true } : {}) },
   };

@@ -111,6 +111,26 @@ describe('npz and npy through the CLI', () => {
     expect(v.stdout).toMatch(/INVALID/);
   });
 
+  it('--no-crc converts a member whose CRC-32 is wrong, with a warning; without it the convert fails and writes nothing', async () => {
+    const dir = await tempDir();
+    const input = join(NPZ, 'hostile', 'bad_crc.npz');
+    const out = join(dir, 'bad-crc.safetensors');
+    const refused = await tensorport('convert', input, out);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/ZipCrcMismatch: member "a\.npy" has CRC-32 0x[0-9a-f]{8}, the directory says 0xdeadbeef/);
+    expect(await listDir(dir)).toEqual([]);
+    const r = await tensorport('convert', input, out, '--no-crc');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/warning: ZipCrcNotChecked: .*bad_crc\.npz: the CRC-32 of its 1 member was not checked \(--no-crc\)/);
+    // The bytes are the member's own, as numpy reads them when the CRC is ignored.
+    const tensors = await tensorDigests(out);
+    expect([...tensors.keys()]).toEqual(['a']);
+    const bytes = tensors.get('a')!.bytes;
+    expect(bytes.byteLength).toBeGreaterThan(0);
+    expect(Buffer.from(await readFile(input)).includes(Buffer.from(bytes))).toBe(true);
+    const json = JSON.parse((await tensorport('convert', input, out, '--no-crc', '--force', '--json')).stdout) as { warnings: Array<{ code: string }> };
+    expect(json.warnings.map((w) => w.code)).toContain('ZipCrcNotChecked');
+  });
   it('validate reads every member of a good npz and npy', async () => {
     for (const f of ['npz/savez.npz', 'npz/savez_compressed.npz', 'npy/fortran_2d.npy']) {
       const r = await tensorport('validate', join(NPZ, f), '--json');

@@ -25,6 +25,7 @@ export const WARNING_CODES = Object.freeze({
   NpyWroteV2: "BF16 was written as '<V2' (the ml_dtypes/JAX/MLX convention): plain NumPy reads it back as void",
   NpyTrailingBytes: 'bytes after the array data are ignored, as np.load does',
   NpzSkippedMember: 'an .npz member that is not an .npy array was skipped',
+  ZipCrcNotChecked: "the ZIP members' CRC-32 was not checked (--no-crc): a corrupted member would convert silently",
   // PyTorch
   TorchBigEndian: 'the checkpoint was saved big-endian; tensors are byte-swapped as they stream',
   TorchDeflatedStorage: 'storages are deflated (torch writes them stored): read by inflating, not memory-mapped',

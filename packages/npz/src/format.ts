@@ -12,6 +12,11 @@ import { writeNpy, writeNpz } from './write.ts';
 export interface NpzOpenOptions {
   /** The dtype a `<V1` array holds (ml_dtypes writes float8 variants that way). */
   void1?: DType;
+  /**
+   * false skips each member's CRC-32 (`--no-crc`), with a ZipCrcNotChecked warning: for an input
+   * checked another way (a known sha-256). It is a member's only integrity check, so on by default.
+   */
+  verifyCrc?: boolean;
 }
 
 export interface NpyOpenOptions extends NpzOpenOptions {
@@ -59,7 +64,7 @@ async function openNpzContext(ctx: Context, options: NpzOpenOptions = {}, resolv
   const file = resolved ?? ctx.entry ?? (await npzOfDirectory(ctx));
   const archive = await ctx.zip(file).catch(() => undefined);
   // A damaged directory is parsed again by openNpz, which gives the precise error.
-  return openNpz(await ctx.source(file), { codec, ...(archive ? { archive } : {}), ...(options.void1 ? { void1: options.void1 } : {}) });
+  return openNpz(await ctx.source(file), { codec, ...(archive ? { archive } : {}), ...(options.void1 ? { void1: options.void1 } : {}), ...(options.verifyCrc === false ? { verifyCrc: false } : {}) });
 }
 
 async function openNpyContext(ctx: Context, options: NpyOpenOptions = {}) {

@@ -55,6 +55,9 @@ export async function openNpz(source: ByteSource, options: NpzReadOptions = {}):
     seen.set(name, entry.name);
     tensors.push(memberTensor(zip, entry, name, prefix, options, warn));
   }
+  if (options.verifyCrc === false && zip.entries.length > 0) {
+    warn({ code: 'ZipCrcNotChecked', message: `${source.name}: the CRC-32 of its ${zip.entries.length} member${zip.entries.length === 1 ? '' : 's'} was not checked (--no-crc); a corrupted member converts silently` });
+  }
   return { format: 'npz', metadata: null, tensors, warnings, archive: zip, close: () => zip.close() };
 }
 

@@ -42,6 +42,7 @@ export function registerConvert(program: Command, ctx: CommandContext): void {
     .option('--json', 'print the result as JSON (files, tensors, bytes, warnings); a failure as {ok: false, error}')
     .option('--compress', 'npz output: deflate members (np.savez_compressed); stored by default')
     .option('--no-fsync', 'skip fsync before the final rename: faster, but a power loss right after may leave an empty output')
+    .option('--no-crc', "npz input: skip each member's CRC-32 check (for an input checked another way, e.g. a known sha-256); warns, never the default")
     .option('--void1 <dtype>', 'npz/npy input: the one-byte dtype of <V1 arrays (ml_dtypes float8, e.g. F8_E4M3)')
     .option('--name <name>', 'npy input: the tensor name (default: the file stem)')
     .option('--select <path>', 'torch input: dotted path of the subtree holding the tensors (state_dict, model)')
