@@ -1,6 +1,7 @@
 // Shared helpers for the benchmark scripts: timing whole commands with their peak RSS.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, ftruncateSync, openSync, rmSync, writeSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, closeSync, existsSync, ftruncateSync, linkSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -112,14 +113,14 @@ export function writeHeader(fd, entries) {
  * in name order, all tensors being F32), so the file is what a real checkpoint of these tensors
  * looks like. `name(i)` names tensor i; `metadata` is a raw JSON object text or null.
  */
-export function writeSyntheticSafetensors(path, gib, { name = (i) => `layers.${i}.weight`, metadata = null } = {}) {
-  const tensorBytes = 64 * 1024 * 1024;
+export function writeSyntheticSafetensors(path, gib, { name = (i) => `layers.${i}.weight`, metadata = null, tensorBytes = 64 * 1024 * 1024 } = {}) {
   const count = Math.max(1, Math.round((gib * 1024 ** 3) / tensorBytes));
   const names = Array.from({ length: count }, (_, i) => name(i));
   const order = names.map((_, i) => i).sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : 0));
   const entries = metadata === null ? [] : [`"__metadata__":${metadata}`];
   for (const [k, i] of order.entries()) {
-    entries.push(`"${names[i]}":{"dtype":"F32","shape":[4096,${tensorBytes / 4 / 4096}],"data_offsets":[${k * tensorBytes},${(k + 1) * tensorBytes}]}`);
+    const shape = tensorBytes % (4 * 4096) === 0 ? `4096,${tensorBytes / 4 / 4096}` : `${tensorBytes / 4}`;
+    entries.push(`"${names[i]}":{"dtype":"F32","shape":[${shape}],"data_offsets":[${k * tensorBytes},${(k + 1) * tensorBytes}]}`);
   }
   const fd = openSync(path, 'w');
   try {
@@ -153,4 +154,49 @@ export function writeSparseSafetensors(path, gb) {
     closeSync(fd);
   }
   return { size: 8 + headerBytes + per * count, count, headerBytes };
+}
+
+/**
+ * A Debian nginx serving `files` ({ url name: path }, hard-linked into its root) on a free loopback
+ * port, configured as the remote tests' rig (sendfile, no gzip); null without nginx.
+ * Returns { base, stop }.
+ */
+export async function startNginx(dir, files) {
+  const exe = process.env.TENSORPORT_NGINX ?? '/usr/sbin/nginx';
+  if (!existsSync(exe)) return null;
+  const root = join(dir, 'nginx');
+  const www = join(root, 'www');
+  mkdirSync(www, { recursive: true, mode: 0o755 });
+  for (const d of ['logs', 'tmp', 'run', 'conf']) mkdirSync(join(root, d), { recursive: true });
+  chmodSync(dir, 0o755);
+  chmodSync(root, 0o755);
+  for (const [name, path] of Object.entries(files)) {
+    linkSync(path, join(www, name));
+    chmodSync(path, 0o644);
+  }
+  const port = await new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = s.address().port;
+      s.close(() => resolve(p));
+    });
+  });
+  writeFileSync(join(root, 'conf/nginx.conf'), `daemon off; worker_processes 1; pid run/nginx.pid; error_log logs/error.log warn;
+events { worker_connections 256; }
+http { access_log off; client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;
+  default_type application/octet-stream; sendfile on; gzip off; keepalive_requests 100000;
+  server { listen 127.0.0.1:${port}; root www; location / { } } }
+`);
+  const child = spawn(exe, ['-p', `${root}/`, '-c', 'conf/nginx.conf', '-e', 'logs/error.log'], { stdio: 'ignore' });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 50; i++) {
+    if (spawnSync('curl', ['-sf', '-o', '/dev/null', '-r', '0-0', `${base}/${Object.keys(files)[0]}`]).status === 0) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    base,
+    stop: () => new Promise((resolve) => {
+      child.once('exit', resolve);
+      child.kill('SIGTERM');
+    }),
+  };
 }

@@ -1,41 +1,78 @@
-// Per-tensor costs: a safetensors file with N empty tensors (a header of ~66 bytes per tensor)
-// converted by the CLI to .pt, .npz and .safetensors, with wall time and peak RSS (GNU time).
-//   node bench/many-tensors.mjs [N=100000] [formats=pt,npz,safetensors]
+// Per-tensor costs: checkpoints of N tiny tensors (4×4 F32, with data), a safetensors file written
+// here and a torch .pt written by torch.save, through inspect, validate and convert, with wall time
+// and peak RSS (GNU time). `npm run bench` runs the same inputs at N/10 and N for issue 31's goal
+// (time linear in the count, peak RSS ≤ 300 MiB).
+//   node bench/many-tensors.mjs [N=100000]
 // Figures in docs/benchmarks.md ("Many tensors").
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI, measure, requireBuild } from './lib.mjs';
+import { fileURLToPath } from 'node:url';
+import { CLI, findPython, measure, requireBuild } from './lib.mjs';
 
-requireBuild();
-const n = Number(process.argv[2] ?? 100_000);
-const formats = (process.argv[3] ?? 'pt,npz,safetensors').split(',');
+/** Names like a mixture-of-experts model's: 64 experts per layer. */
+const nameOf = (i) => `model.layers.${i >> 6}.experts.${i & 63}.w`;
 
-/** N empty F32 tensors named like a large model's, plus one 1-element tensor so data is not empty. */
-function manyTensors(count) {
-  const parts = ['{'];
-  for (let i = 0; i < count; i++) parts.push(`"model.layers.${i >> 6}.experts.${i & 63}.w":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},`);
-  parts.push('"z":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}');
+/** N tensors of 16 F32 values each, in name order as save_file writes them. */
+function manySafetensors(count) {
+  const names = Array.from({ length: count }, (_, i) => nameOf(i)).sort();
+  const parts = ['{"__metadata__":{"format":"pt"}'];
+  names.forEach((n, k) => parts.push(`,"${n}":{"dtype":"F32","shape":[4,4],"data_offsets":[${k * 64},${(k + 1) * 64}]}`));
+  parts.push('}');
   let json = parts.join('');
   json += ' '.repeat((8 - (Buffer.byteLength(json) % 8)) % 8);
   const header = Buffer.from(json);
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(header.byteLength));
-  return Buffer.concat([len, header, Buffer.alloc(4)]);
+  const data = new Float32Array(count * 16);
+  for (let j = 0; j < data.length; j++) data[j] = Math.sin(j) * 0.02;
+  return Buffer.concat([len, header, new Uint8Array(data.buffer)]);
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'tensorport-many-'));
-try {
-  const input = join(dir, 'in.safetensors');
-  const bytes = manyTensors(n);
-  writeFileSync(input, bytes);
-  console.log(`${n} tensors, header ${(bytes.byteLength / 1e6).toFixed(1)} MB`);
-  for (const f of formats) {
-    const out = join(dir, `out.${f}`);
-    const r = measure(process.execPath, [CLI, 'convert', input, out, '--force']);
-    console.log(`safetensors -> .${f}: ${r.secs.toFixed(1)} s, peak RSS ${r.rssMiB.toFixed(0)} MiB`);
-    rmSync(out, { force: true });
+/**
+ * Writes the inputs for `count` tensors into `dir`: { st, pt } (pt null without a python3 that has
+ * torch), named by the count.
+ */
+export function manyTensorInputs(dir, count, pyTorch = findPython(['torch'])) {
+  const st = join(dir, `many-${count}.safetensors`);
+  writeFileSync(st, manySafetensors(count));
+  let pt = null;
+  if (pyTorch) {
+    pt = join(dir, `many-${count}.pt`);
+    measure(pyTorch, ['-c', `
+import sys, torch
+n = int(sys.argv[2])
+g = torch.Generator().manual_seed(0)
+torch.save({f"model.layers.{i >> 6}.experts.{i & 63}.w": torch.randn(4, 4, generator=g) for i in range(n)}, sys.argv[1])
+`, pt, String(count)]);
   }
-} finally {
-  rmSync(dir, { recursive: true, force: true });
+  return { st, pt };
+}
+
+/** The commands measured for one input, each `[label, args]`; `out` is the conversion's output path. */
+export function manyTensorCommands(input, out) {
+  return [
+    ['inspect', ['inspect', input]],
+    ['validate', ['validate', input]],
+    ['convert', ['convert', input, out, '--dtype', 'f16', '--no-fsync']],
+  ];
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  requireBuild();
+  const n = Number(process.argv[2] ?? 100_000);
+  const dir = mkdtempSync(join(tmpdir(), 'tensorport-many-'));
+  try {
+    const inputs = manyTensorInputs(dir, n);
+    for (const input of [inputs.st, inputs.pt].filter(Boolean)) {
+      const out = join(dir, 'out.safetensors');
+      for (const [label, args] of manyTensorCommands(input, out)) {
+        rmSync(out, { force: true });
+        const r = measure(process.execPath, [CLI, ...args], { maxBuffer: 1 << 28 });
+        console.log(`${n} tensors, ${input.endsWith('.pt') ? '.pt' : '.safetensors'} ${label}: ${r.secs.toFixed(2)} s, peak RSS ${r.rssMiB.toFixed(0)} MiB`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
