@@ -15,7 +15,7 @@ import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, PACKAGES, ROOT as ROOT_DIR, findPython, measure, median, requireBuild, startNginx, warmUp, writeSyntheticSafetensors } from './lib.mjs';
+import { CLI, ROOT as ROOT_DIR, findPython, measure, median, requireBuild, startNginx, warmUp, writeSyntheticSafetensors } from './lib.mjs';
 import { manyTensorCommands, manyTensorInputs } from './many-tensors.mjs';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '2' }, runs: { type: 'string', default: '3' }, dir: { type: 'string', default: tmpdir() }, tensors: { type: 'string', default: '100000' } } });

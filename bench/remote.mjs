@@ -2,13 +2,12 @@
 // Remote reads over HTTP Range against a local nginx (loopback): what inspect/scan/list cost in
 // requests and bytes, and convert's throughput and peak RSS against `curl -o` of the same file.
 // Usage: node bench/remote.mjs [--gb 100] [--bin-gib 2] [--runs 3]
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CLI, findPython, median, requireBuild, writeSparseSafetensors } from './lib.mjs';
+import { CLI, findPython, median, requireBuild, startNginx, writeSparseSafetensors } from './lib.mjs';
 
 const { values } = parseArgs({ options: { gb: { type: 'string', default: '100' }, 'bin-gib': { type: 'string', default: '2' }, runs: { type: 'string', default: '3' } } });
 requireBuild();
@@ -19,17 +18,15 @@ if (!py) {
   process.exit(2);
 }
 const dir = mkdtempSync(join(tmpdir(), 'tp-bench-remote-'));
-chmodSync(dir, 0o755);
-const www = join(dir, 'www');
-mkdirSync(www, { mode: 0o755 });
-for (const d of ['logs', 'tmp', 'run', 'conf']) mkdirSync(join(dir, d));
+const files = join(dir, 'files');
+mkdirSync(files);
 
 // 1. a sparse safetensors file: 1,000 BF16 tensors covering the size, a ~100 KB header
-const sparse = join(www, 'sparse.safetensors');
+const sparse = join(files, 'sparse.safetensors');
 writeSparseSafetensors(sparse, Number(values.gb));
 // 2. a torch .bin written by torch.save (random values: nothing compresses), 3. an npz of 64 arrays of 4 MiB
-const bin = join(www, 'pytorch_model.bin');
-const npz = join(www, 'arrays.npz');
+const bin = join(files, 'pytorch_model.bin');
+const npz = join(files, 'arrays.npz');
 const gib = Number(values['bin-gib']);
 execFileSync(py, ['-c', `
 import sys, torch, numpy as np
@@ -40,23 +37,14 @@ rng = np.random.default_rng(0)
 np.savez(sys.argv[2], **{f"a{i}": rng.random(1 << 20, dtype=np.float32) for i in range(64)})
 print(torch.__version__, np.__version__)
 `, bin, npz], { stdio: ['ignore', 'inherit', 'inherit'] });
-for (const f of [sparse, bin, npz]) chmodSync(f, 0o644);
 
-const port = await new Promise((resolve) => {
-  const s = createServer().listen(0, '127.0.0.1', () => {
-    const p = s.address().port;
-    s.close(() => resolve(p));
-  });
-});
-writeFileSync(join(dir, 'conf/nginx.conf'), `daemon off; worker_processes 1; pid run/nginx.pid; error_log logs/error.log warn;
-events { worker_connections 256; }
-http { access_log off; client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fastcgi; uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi;
-  default_type application/octet-stream; sendfile on; gzip off; keepalive_requests 100000;
-  server { listen 127.0.0.1:${port}; root www; location / { } } }
-`);
-const nginx = spawn(process.env.TENSORPORT_NGINX ?? '/usr/sbin/nginx', ['-p', `${dir}/`, '-c', 'conf/nginx.conf', '-e', 'logs/error.log'], { stdio: 'ignore' });
-await new Promise((r) => setTimeout(r, 500));
-const base = `http://127.0.0.1:${port}`;
+const nginx = await startNginx(dir, { 'sparse.safetensors': sparse, 'pytorch_model.bin': bin, 'arrays.npz': npz });
+if (!nginx) {
+  console.error('bench: needs nginx (/usr/sbin/nginx or TENSORPORT_NGINX)');
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(2);
+}
+const { base } = nginx;
 
 /** Runs under GNU time: wall seconds, peak RSS, and the CLI's "fetched X of Y bytes in N requests" line. */
 function run(cmd, args) {
@@ -95,6 +83,9 @@ try {
   ];
   for (const [label, f] of rows) {
     const res = Array.from({ length: runs }, () => {
+      // Each run writes a new file, as curl's does: replacing the last run's output (--force) costs
+      // an unlink of a page-cached GiB that curl's truncate does not show.
+      for (const o of [`${out}.safetensors`, `${out}-local.safetensors`]) rmSync(o, { force: true });
       const r = f();
       if (r.status !== 0) throw new Error(`${label} failed (${r.status}):\n${r.stderr}`);
       return r;
@@ -104,6 +95,6 @@ try {
     console.log(`| ${label}${cost} | ${secs.toFixed(2)} | ${(size / secs / 1e9).toFixed(2)} GB/s | ${Math.max(...res.map((r) => r.rssMiB)).toFixed(0)} |`);
   }
 } finally {
-  nginx.kill('SIGTERM');
+  await nginx.stop();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -148,7 +148,7 @@ function ggufBridge(checkpoint: Checkpoint, to: string, options: { type?: string
 /** What a safetensors output's `__metadata__` gets when the input has no `format` entry (convert.py and transformers write `pt`). */
 export const DEFAULT_SAFETENSORS_METADATA: Readonly<Record<string, string>> = Object.freeze({ format: 'pt' });
 
-/** What the conversion reads: the input and every file its tensors point into (the shards). */
+/** What the conversion reads: the input and every file the context opened for it (the shards, an index). */
 function inputFiles(ctx: Context): string[] {
   // Every byte a reader yields comes through the context, so the files it opened are the inputs; a
   // tensor's range names its ZIP member ("model.pt:archive/data/0"), not a file to stat (100,000 of them for a large .pt).
