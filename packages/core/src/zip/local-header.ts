@@ -25,35 +25,33 @@ export interface MemberExtent {
  */
 export async function checkLocalHeader(read: ReadAt, e: CentralEntry, limit: number): Promise<MemberExtent> {
   const at = e.localHeaderOffset;
-  // Built only on failure: this runs once per member, 100,000 times for a large torch checkpoint.
-  const where = () => ({ offset: at, tensor: e.name });
-  const q = () => JSON.stringify(e.name);
+  // No closure or object is made on the way through: this runs once per member, 100,000 times
+  // for a large torch checkpoint (where, q and mismatch build the error only on failure).
   if (at + LOCAL_SIZE > limit) {
-    throw new TensorportError('ZipMemberOutOfBounds', `local header of ${q()} at ${at} is not before the central directory (${limit})`, where());
+    throw new TensorportError('ZipMemberOutOfBounds', `local header of ${q(e)} at ${at} is not before the central directory (${limit})`, where(e));
   }
   const h = await read(at, LOCAL_SIZE);
   if (u32(h, 0) !== SIG_LOCAL) {
-    throw new TensorportError('ZipLocalHeaderMismatch', `no local header signature at ${at} for ${q()}`, where());
+    throw new TensorportError('ZipLocalHeaderMismatch', `no local header signature at ${at} for ${q(e)}`, where(e));
   }
   const flags = u16(h, 6);
   const nameLen = u16(h, 26);
   const extraLen = u16(h, 28);
   const dataOffset = at + LOCAL_SIZE + nameLen + extraLen;
   if (dataOffset > limit) {
-    throw new TensorportError('ZipMemberOutOfBounds', `local header of ${q()} runs past the central directory (${limit})`, where());
+    throw new TensorportError('ZipMemberOutOfBounds', `local header of ${q(e)} runs past the central directory (${limit})`, where(e));
   }
   const tail = await read(at + LOCAL_SIZE, nameLen + extraLen);
-  const mismatch = (what: string) => new TensorportError('ZipLocalHeaderMismatch', `local header of ${q()} at ${at} disagrees with the central directory: ${what}`, where());
   if (!bytesEqual(tail.subarray(0, nameLen), e.nameBytes)) {
-    throw mismatch(`name ${JSON.stringify(new TextDecoder().decode(tail.subarray(0, nameLen)))}`);
+    throw mismatch(e, `name ${JSON.stringify(new TextDecoder().decode(tail.subarray(0, nameLen)))}`);
   }
-  if (u16(h, 8) !== e.method) throw mismatch(`method ${u16(h, 8)} vs ${e.method}`);
+  if (u16(h, 8) !== e.method) throw mismatch(e, `method ${u16(h, 8)} vs ${e.method}`);
   if ((flags & FLAG_ENCRYPTED) !== (e.flags & FLAG_ENCRYPTED)) {
-    throw new TensorportError('ZipEncrypted', `local header of ${q()} is flagged encrypted`, where());
+    throw new TensorportError('ZipEncrypted', `local header of ${q(e)} is flagged encrypted`, where(e));
   }
-  if ((flags & FLAG_DATA_DESCRIPTOR) !== (e.flags & FLAG_DATA_DESCRIPTOR)) throw mismatch('data descriptor flag');
+  if ((flags & FLAG_DATA_DESCRIPTOR) !== (e.flags & FLAG_DATA_DESCRIPTOR)) throw mismatch(e, 'data descriptor flag');
   if (!(flags & FLAG_DATA_DESCRIPTOR)) {
-    if (u32(h, 14) !== e.crc32) throw mismatch(`CRC-32 ${hex(u32(h, 14))} vs ${hex(e.crc32)}`);
+    if (u32(h, 14) !== e.crc32) throw mismatch(e, `CRC-32 ${hex(u32(h, 14))} vs ${hex(e.crc32)}`);
     let csize = u32(h, 18);
     let usize = u32(h, 22);
     if (csize === 0xffffffff || usize === 0xffffffff) {
@@ -68,12 +66,12 @@ export async function checkLocalHeader(read: ReadAt, e: CentralEntry, limit: num
       }
     }
     if (csize !== e.compressedSize || usize !== e.uncompressedSize) {
-      throw mismatch(`sizes ${csize}/${usize} vs ${e.compressedSize}/${e.uncompressedSize} (compressed/uncompressed)`);
+      throw mismatch(e, `sizes ${csize}/${usize} vs ${e.compressedSize}/${e.uncompressedSize} (compressed/uncompressed)`);
     }
   }
   const dataEnd = dataOffset + e.compressedSize;
   if (dataEnd > limit) {
-    throw new TensorportError('ZipMemberOutOfBounds', `data of ${q()} [${dataOffset}, ${dataEnd}) runs past the central directory (${limit})`, { offset: dataOffset, tensor: e.name });
+    throw new TensorportError('ZipMemberOutOfBounds', `data of ${q(e)} [${dataOffset}, ${dataEnd}) runs past the central directory (${limit})`, { offset: dataOffset, tensor: e.name });
   }
   if (!(flags & FLAG_DATA_DESCRIPTOR)) return { dataOffset, end: dataEnd };
   return { dataOffset, end: dataEnd + (await checkDescriptor(read, e, dataEnd, limit)) };
@@ -86,14 +84,31 @@ export async function checkLocalHeader(read: ReadAt, e: CentralEntry, limit: num
  */
 async function checkDescriptor(read: ReadAt, e: CentralEntry, at: number, limit: number): Promise<number> {
   const d = await read(at, Math.min(24, limit - at));
-  const forms: Array<[number, number]> = [[4, 8], [4, 4], [0, 8], [0, 4]];
-  for (const [sig, w] of forms) {
+  for (const [sig, w] of DESCRIPTOR_FORMS) {
     const len = sig + 4 + 2 * w;
     if (len > d.byteLength || (sig && u32(d, 0) !== SIG_DESCRIPTOR)) continue;
-    const field = (o: number) => (w === 4 ? u32(d, o) : u32(d, o) + u32(d, o + 4) * 0x100000000);
-    if (u32(d, sig) === e.crc32 && field(sig + 4) === e.compressedSize && field(sig + 4 + w) === e.uncompressedSize) return len;
+    if (u32(d, sig) === e.crc32 && sizeField(d, sig + 4, w) === e.compressedSize && sizeField(d, sig + 4 + w, w) === e.uncompressedSize) return len;
   }
   throw new TensorportError('ZipDataDescriptorMismatch', `data descriptor of ${JSON.stringify(e.name)} at ${at} does not repeat the directory's CRC and sizes`, { offset: at, tensor: e.name });
+}
+
+/** [signature bytes, size width] of each data descriptor form, the most specific first. */
+const DESCRIPTOR_FORMS: ReadonlyArray<readonly [number, number]> = [[4, 8], [4, 4], [0, 8], [0, 4]];
+
+function sizeField(d: Uint8Array, o: number, width: number): number {
+  return width === 4 ? u32(d, o) : u32(d, o) + u32(d, o + 4) * 0x100000000;
+}
+
+function where(e: CentralEntry): { offset: number; tensor: string } {
+  return { offset: e.localHeaderOffset, tensor: e.name };
+}
+
+function q(e: CentralEntry): string {
+  return JSON.stringify(e.name);
+}
+
+function mismatch(e: CentralEntry, what: string): TensorportError {
+  return new TensorportError('ZipLocalHeaderMismatch', `local header of ${q(e)} at ${e.localHeaderOffset} disagrees with the central directory: ${what}`, where(e));
 }
 
 function hex(v: number): string {

@@ -6,8 +6,15 @@ import type { Finding, ZipEntry } from '@tensorport/core';
  * `x/DATA.PKL` is torch's `x/data.pkl`, and an archive holding both has no defined `data.pkl`.
  */
 export function foldName(bytes: Uint8Array): string {
+  // One string per name, not one per byte: every member's name is folded, 100,000 for a large .pt.
+  let folded: Uint8Array | null = null;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b >= 0x41 && b <= 0x5a) (folded ??= bytes.slice())[i] = b + 0x20;
+  }
+  const src = folded ?? bytes;
   let s = '';
-  for (const b of bytes) s += String.fromCharCode(b >= 0x41 && b <= 0x5a ? b + 0x20 : b);
+  for (let i = 0; i < src.length; i += 4096) s += String.fromCharCode.apply(null, src.subarray(i, i + 4096) as unknown as number[]);
   return s;
 }
 
