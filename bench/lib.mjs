@@ -93,10 +93,10 @@ export function contest({ input, out, runs }) {
 }
 
 /**
- * Writes a safetensors header by hand at the start of `fd`: u64 LE length, `{entries}` as JSON,
- * spaces up to a multiple of 8 (so a bench does not depend on the code it measures). Returns N.
+ * A safetensors header of `entries` (JSON member texts) written by hand at the start of `fd` (so a
+ * bench does not depend on the code it measures): u64 LE length, the JSON space-padded to 8 bytes.
+ * Returns the JSON's length.
  */
-/** A safetensors header of `entries` (JSON member texts) at the start of `fd`, space-padded to 8 bytes; returns its JSON length. */
 export function writeHeader(fd, entries) {
   let json = `{${entries.join(',')}}`;
   json += ' '.repeat((8 - (json.length % 8)) % 8);

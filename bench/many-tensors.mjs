@@ -4,29 +4,28 @@
 // (time linear in the count, peak RSS ≤ 300 MiB).
 //   node bench/many-tensors.mjs [N=100000]
 // Figures in docs/benchmarks.md ("Many tensors").
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLI, findPython, measure, requireBuild } from './lib.mjs';
+import { CLI, findPython, measure, requireBuild, writeHeader } from './lib.mjs';
 
 /** Names like a mixture-of-experts model's: 64 experts per layer. */
 const nameOf = (i) => `model.layers.${i >> 6}.experts.${i & 63}.w`;
 
-/** N tensors of 16 F32 values each, in name order as save_file writes them. */
-function manySafetensors(count) {
+/** N tensors of 16 F32 values each, in name order as save_file writes them (header by writeHeader). */
+function writeManySafetensors(path, count) {
   const names = Array.from({ length: count }, (_, i) => nameOf(i)).sort();
-  const parts = ['{"__metadata__":{"format":"pt"}'];
-  names.forEach((n, k) => parts.push(`,"${n}":{"dtype":"F32","shape":[4,4],"data_offsets":[${k * 64},${(k + 1) * 64}]}`));
-  parts.push('}');
-  let json = parts.join('');
-  json += ' '.repeat((8 - (Buffer.byteLength(json) % 8)) % 8);
-  const header = Buffer.from(json);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(header.byteLength));
+  const entries = ['"__metadata__":{"format":"pt"}', ...names.map((n, k) => `"${n}":{"dtype":"F32","shape":[4,4],"data_offsets":[${k * 64},${(k + 1) * 64}]}`)];
   const data = new Float32Array(count * 16);
   for (let j = 0; j < data.length; j++) data[j] = Math.sin(j) * 0.02;
-  return Buffer.concat([len, header, new Uint8Array(data.buffer)]);
+  const fd = openSync(path, 'w');
+  try {
+    writeHeader(fd, entries);
+    writeSync(fd, new Uint8Array(data.buffer));
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -35,7 +34,7 @@ function manySafetensors(count) {
  */
 export function manyTensorInputs(dir, count, pyTorch = findPython(['torch'])) {
   const st = join(dir, `many-${count}.safetensors`);
-  writeFileSync(st, manySafetensors(count));
+  writeManySafetensors(st, count);
   let pt = null;
   if (pyTorch) {
     pt = join(dir, `many-${count}.pt`);
