@@ -142,13 +142,20 @@ try {
   rmSync(st2);
 
   // remote: the same file over HTTP Range from a local nginx (loopback), against curl -o
-  const nginx = await startNginx(dir, { [basename(st)]: st });
+  // hf://bench/model through HF_ENDPOINT: the revision API's answer and the resolve path, as the Hub lays them out
+  const commit = 'b'.repeat(40);
+  const nginx = await startNginx(dir, {
+    [basename(st)]: st,
+    'api/models/bench/model/revision/main': { text: JSON.stringify({ sha: commit, siblings: [{ rfilename: 'model.safetensors' }] }) },
+    [`bench/model/resolve/${commit}/model.safetensors`]: st,
+  });
   if (nginx) {
     try {
       const url = `${nginx.base}/${basename(st)}`;
       results.remote = group('remote safetensors (nginx, loopback)', size, [
         { key: 'curl', label: 'curl -o', run: ['curl', ['-sf', '-o', out, url]], out },
         { key: 'tpNoSync', label: 'tensorport convert <url> --no-fsync', run: tp('convert', url, out, '--no-fsync'), out },
+        { key: 'hub', label: 'tensorport convert hf://bench/model --no-fsync (HF_ENDPOINT)', run: ['env', [`HF_ENDPOINT=${nginx.base}`, ...tp('convert', 'hf://bench/model', out, '--no-fsync').flat()]], out },
         { key: 'header', label: 'tensorport convert <url> --metadata --no-fsync', run: tp('convert', url, out, '--metadata', 'bench=1', '--no-fsync'), out },
       ]);
     } finally {
@@ -296,6 +303,8 @@ if (results.remote) {
   const r = results.remote;
   const v = r.tpNoSync.secs / r.curl.secs;
   check('remote convert <url> ≤ 1.3× curl -o', v, v <= 1.3, `${v.toFixed(2)}× (${r.tpNoSync.secs.toFixed(2)} s against ${r.curl.secs.toFixed(2)} s)`);
+  const h = r.hub.secs / r.curl.secs;
+  check('remote convert hf:// ≤ 1.3× curl -o', h, h <= 1.3, `${h.toFixed(2)}× (${r.hub.secs.toFixed(2)} s)`);
   goals.push(`info   remote convert <url> --metadata (read into memory): ${(r.header.secs / r.curl.secs).toFixed(2)}× curl -o; peak RSS ${Math.max(r.tpNoSync.rss, r.header.rss).toFixed(0)} MiB`);
 } else {
   goals.push('n/a    remote convert <url> ≤ 1.3× curl -o: no nginx (/usr/sbin/nginx or TENSORPORT_NGINX)');

@@ -157,9 +157,9 @@ export function writeSparseSafetensors(path, gb) {
 }
 
 /**
- * A Debian nginx serving `files` ({ url name: path }, hard-linked into its root) on a free loopback
- * port, configured as the remote tests' rig (sendfile, no gzip); null without nginx.
- * Returns { base, stop }.
+ * A Debian nginx serving `files` on a free loopback port, configured as the remote tests' rig
+ * (sendfile, no gzip); null without nginx. `files` maps a URL path (subdirectories allowed) to a
+ * file path, hard-linked into the root, or to `{ text }`, written there. Returns { base, stop }.
  */
 export async function startNginx(dir, files) {
   const exe = process.env.TENSORPORT_NGINX ?? '/usr/sbin/nginx';
@@ -170,9 +170,12 @@ export async function startNginx(dir, files) {
   for (const d of ['logs', 'tmp', 'run', 'conf']) mkdirSync(join(root, d), { recursive: true });
   chmodSync(dir, 0o755);
   chmodSync(root, 0o755);
-  for (const [name, path] of Object.entries(files)) {
-    linkSync(path, join(www, name));
-    chmodSync(path, 0o644);
+  for (const [name, what] of Object.entries(files)) {
+    const at = join(www, name);
+    mkdirSync(dirname(at), { recursive: true, mode: 0o755 });
+    if (typeof what === 'string') linkSync(what, at);
+    else writeFileSync(at, what.text);
+    chmodSync(at, 0o644);
   }
   const port = await new Promise((resolve) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
