@@ -293,6 +293,10 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     const npx = (...args) => run('npx', ['--no-install', 'tensorport', ...args], { cwd: app });
     const help = await npx('--help');
     check('cli', 'npx tensorport --help', help.status === 0 && /Usage: tensorport/.test(help.stdout), help.status === 0 ? '' : tail(help));
+    // The bin answers a lone --version from its own package.json (not through the command line): that file must ship.
+    const cliVersion = JSON.parse(await readFile(join(ROOT, 'packages/cli/package.json'), 'utf8')).version;
+    const version = await npx('--version');
+    check('cli', 'npx tensorport --version', version.status === 0 && version.stdout === `${cliVersion}\n`, version.status === 0 ? JSON.stringify(version.stdout) : tail(version));
     await copyFile(TORCH_FIXTURE, join(app, 'model.pt'));
     const conv = await npx('convert', 'model.pt', 'model.safetensors');
     check('cli', 'npx tensorport convert model.pt model.safetensors', conv.status === 0, conv.status === 0 ? conv.stdout.trim().split('\n')[0] : tail(conv));
