@@ -22,6 +22,8 @@ const { values } = parseArgs({ options: { size: { type: 'string', default: '2' }
 requireBuild();
 const gib = Number(values.size);
 const runs = Number(values.runs);
+/** Tiny tensors in the larger many-tensor input (the smaller has a tenth); 0 leaves them out. */
+const many = Number(values.tensors);
 const dir = mkdtempSync(join(values.dir, 'tensorport-bench-'));
 const node = process.execPath;
 const tp = (...args) => [node, [CLI, ...args]];
@@ -222,7 +224,6 @@ torch.save({f"model.layers.{i}.mlp.weight": torch.randn(4096, 4096, generator=g)
   }
 
   // Many tiny tensors: N/10 and N, safetensors and torch, each command; linear and ≤ 300 MiB
-  const many = Number(values.tensors);
   if (many > 0) {
     results.many = {};
     for (const count of [many / 10, many]) {
@@ -315,7 +316,6 @@ if (results.npzDeflated) {
   check('deflated npz peak RSS ≤ 200 MiB', rss, rss <= 200, `${rss.toFixed(0)} MiB`);
 }
 if (results.many) {
-  const many = Number(values.tensors);
   // Linear: the larger run's time above start-up at most 1.25 × ten times the smaller one's.
   const floor = (results.startup?.inspect.ms ?? 0) / 1000;
   for (const kind of ['safetensors', 'pt']) {
