@@ -4,7 +4,7 @@ import type { ObjectsReport } from './objects-report.ts';
 import { dtypeInfo } from './dtypes.ts';
 import { planTensor, tensorChunks, type StorageBytes, type TensorLayout } from './layout.ts';
 import { keptTiedName, mayWriteOnce, type TiedWeightsConfig } from './tied.ts';
-import { findTensors, selectSubtree } from './walk.ts';
+import { findTensors, selectSubtree, type FoundTensor } from './walk.ts';
 
 export interface AssembleOptions {
   /** Dotted path of the subtree holding the tensors (`state_dict`, `model`). */
@@ -84,30 +84,32 @@ export function assemble(
   if (leftOut) warnings.push(leftOut);
   for (const s of found.skipped) warnings.push({ code: 'TorchTensorSkipped', message: `${s.name} is a ${s.what}, which safetensors cannot hold; skipped`, tensor: s.name });
 
-  const dtypeOfStorage = new Map<string, string>();
-  const groups = new Map<string, string[]>();
-  const planned = new Map<string, { layout: TensorLayout; storage: StorageBytes }>();
-  for (const { name, tensor } of found.tensors) {
+  // Per storage key: the dtype it is viewed as, and its views grouped by identity. Only a storage
+  // viewed twice can hold tied names, so most (one tensor each) never build an identity string.
+  const storages = new Map<string, StorageUse>();
+  const views: ViewGroup[] = [];
+  const plans: Array<{ layout: TensorLayout; storage: StorageBytes } | undefined> = [];
+  found.tensors.forEach(({ name, tensor }, at) => {
     const storage = resolve(tensor.storage, name);
-    const first = dtypeOfStorage.get(tensor.storage.key);
-    if (first !== undefined && first !== tensor.dtype) {
-      throw new TensorportError('TorchStorageMismatch', `storage ${tensor.storage.key} is viewed as ${first} and as ${tensor.dtype} (by ${JSON.stringify(name)})`, { tensor: name });
+    const use = storages.get(tensor.storage.key);
+    if (use !== undefined && use.dtype !== tensor.dtype) {
+      throw new TensorportError('TorchStorageMismatch', `storage ${tensor.storage.key} is viewed as ${use.dtype} and as ${tensor.dtype} (by ${JSON.stringify(name)})`, { tensor: name });
     }
-    dtypeOfStorage.set(tensor.storage.key, tensor.dtype);
     if (opts.skipUnsupported && dtypeInfo(tensor.dtype).safetensors === null) {
+      if (use === undefined) storages.set(tensor.storage.key, { dtype: tensor.dtype, first: -1, groups: null });
       warnings.push({ code: 'TorchTensorSkipped', message: `${name} is torch.${tensor.dtype}, which safetensors has no dtype for; skipped`, tensor: name });
-      continue;
+      plans.push(undefined);
+      return;
     }
-    planned.set(name, { layout: planTensor(name, tensor, storage.source.size, opts.maxViewBytes), storage });
-    const id = viewIdentity(tensor);
-    const g = groups.get(id);
-    if (g) g.push(name);
-    else groups.set(id, [name]);
-  }
+    plans.push({ layout: planTensor(name, tensor, storage.source.size, opts.maxViewBytes), storage });
+    if (use === undefined) storages.set(tensor.storage.key, { dtype: tensor.dtype, first: at, groups: null });
+    else addView(use, at, found.tensors, views);
+  });
 
   const aliases: Record<string, string> = Object.create(null) as Record<string, string>;
   if (!opts.keepAliases) {
-    for (const names of groups.values()) {
+    // in the order of each group's first name, as the names appear
+    for (const { names } of views.sort((a, b) => a.at - b.at)) {
       if (names.length < 2) continue;
       if (!mayWriteOnce(names, opts.tiedWeights)) {
         warnings.push({ code: 'TorchTiedCopied', message: `${names.join(', ')} share one storage, but ${opts.tiedWeights?.path ?? 'config.json'} says tie_word_embeddings=false (transformers would not re-tie them): each name written as its own copy`, tensor: names[0]! });
@@ -118,14 +120,46 @@ export function assemble(
     }
   }
   const tensors: TensorDescriptor[] = [];
-  for (const { name } of found.tensors) {
-    const p = planned.get(name);
+  found.tensors.forEach(({ name }, i) => {
+    const p = plans[i];
     if (p && !(name in aliases)) tensors.push(descriptor(name, p));
-  }
+  });
   const metadata = new Map<string, string>([['format', 'pt']]);
   // as convert.py: an alias never overwrites an entry already there (a tensor named `format`)
   for (const [removed, kept] of Object.entries(aliases)) if (!metadata.has(removed)) metadata.set(removed, kept);
   return { format: base.format, metadata, tensors, warnings, aliases, globals: base.globals, dropped: found.dropped, close: base.close };
+}
+
+/** Names of one storage viewed identically; `at` is where the first of them was found. */
+interface ViewGroup {
+  readonly at: number;
+  readonly names: string[];
+}
+
+interface StorageUse {
+  readonly dtype: string;
+  /** The first planned view (its index among the found tensors; -1 for none), until a second one makes `groups`. */
+  first: number;
+  /** Groups by view identity, once the storage has two planned views. */
+  groups: Map<string, ViewGroup> | null;
+}
+
+function addView(use: StorageUse, at: number, found: readonly FoundTensor[], all: ViewGroup[]): void {
+  const groups = (use.groups ??= new Map());
+  const join = (i: number): void => {
+    const { name, tensor } = found[i]!;
+    const id = viewIdentity(tensor);
+    const g = groups.get(id);
+    if (g) g.names.push(name);
+    else {
+      const added = { at: i, names: [name] };
+      groups.set(id, added);
+      all.push(added);
+    }
+  };
+  if (use.first >= 0) join(use.first);
+  use.first = -1;
+  join(at);
 }
 
 /** Same storage, dtype, offset, shape and strides: the same bytes, so one copy serves all names. */
