@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpSource, openSafetensors, openZip, readChunks, type HttpSourceOptions } from '@tensorport/core';
-import { FileSink } from '@tensorport/core/node';
+import { FileSink, nodeFetch } from '@tensorport/core/node';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.ts';
 import { requireNginx, startRig, type Rig } from './helpers/nginx.ts';
 import { codeOf } from './helpers/error-code.ts';
@@ -18,7 +18,10 @@ const FAST: HttpSourceOptions = { retryDelayMs: 5, maxRetryDelayMs: 20 };
 
 const nginx = await requireNginx();
 
-describe.skipIf(!nginx)('HttpSource against nginx', () => {
+// The global fetch (the browser's path) and node:http (what the Node entry passes): the same answers.
+const TRANSPORTS: Array<[string, HttpSourceOptions]> = [['the global fetch', {}], ['node:http', { fetch: nodeFetch }]];
+
+describe.skipIf(!nginx).each(TRANSPORTS)('HttpSource against nginx, through %s', (_, transport) => {
   let rig: Rig;
   let proxy: FaultProxy;
   let tmp: string;
@@ -53,7 +56,7 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
   });
 
   it('reads a safetensors header in one request and tensor bytes equal to the file', async () => {
-    const src = await HttpSource.open(`${rig.cdn}/files/model.safetensors`, 'model.safetensors');
+    const src = await HttpSource.open(`${rig.cdn}/files/model.safetensors`, 'model.safetensors', transport);
     expect(src.size).toBe(readFileSync(ST).byteLength);
     expect(src.etag).toMatch(/^"/);
     const file = await openSafetensors(src);
@@ -68,7 +71,7 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
 
   it('parses a torch ZIP and an npz directory through the page cache in few requests', async () => {
     for (const [path, local] of [['ckpt.pt', PT], ['arrays.npz', NPZ]] as const) {
-      const src = await HttpSource.open(`${rig.cdn}/files/${path}`, path, { probeBytes: 4096, pageSize: 4096 });
+      const src = await HttpSource.open(`${rig.cdn}/files/${path}`, path, { ...transport, probeBytes: 4096, pageSize: 4096 });
       const zip = await openZip(src);
       expect(zip.entries.length).toBeGreaterThan(1);
       // many small reads (end records, directory, local headers) but pages are fetched once
@@ -80,7 +83,7 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
   });
 
   it('streams large sequential reads with read-ahead, bytes exact, bounded requests', async () => {
-    const src = await HttpSource.open(`${rig.cdn}/files/big.bin`, 'big.bin', { concurrency: 4 });
+    const src = await HttpSource.open(`${rig.cdn}/files/big.bin`, 'big.bin', { ...transport, concurrency: 4 });
     const parts: Uint8Array[] = [];
     for await (const c of readChunks(src, 100, big.byteLength - 100, 1024 * 1024)) parts.push(c.slice());
     expect(Buffer.concat(parts).equals(Buffer.from(big.subarray(100)))).toBe(true);
@@ -91,7 +94,7 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
   });
 
   it('reads ahead no further than the end of the stream (until): a range that ends early downloads only it', async () => {
-    const src = await HttpSource.open(`${rig.cdn}/files/big.bin`, 'big.bin', { concurrency: 4 });
+    const src = await HttpSource.open(`${rig.cdn}/files/big.bin`, 'big.bin', { ...transport, concurrency: 4 });
     const from = 1024 * 1024;
     const length = 2 * 1024 * 1024;
     const parts: Uint8Array[] = [];
@@ -109,7 +112,7 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
     const out = join(tmp, 'pooled.bin');
     for (let pass = 0; pass < 2; pass++) {
       rmSync(out, { force: true });
-      const src = await HttpSource.open(`${rig.cdn}/files/big.bin`, 'big.bin', { concurrency: 3 });
+      const src = await HttpSource.open(`${rig.cdn}/files/big.bin`, 'big.bin', { ...transport, concurrency: 3 });
       const sink = await FileSink.create(out, { fsync: false });
       for (let pos = 0; pos < src.size; pos += 1024 * 1024) await sink.writeOwned(await src.read(pos, Math.min(1024 * 1024, src.size - pos)));
       // the same range again after its buffer went back to the pool
@@ -121,29 +124,29 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
   });
 
   it('reads a zero-length file', async () => {
-    const src = await HttpSource.open(`${rig.cdn}/files/empty.bin`, 'empty.bin');
+    const src = await HttpSource.open(`${rig.cdn}/files/empty.bin`, 'empty.bin', transport);
     expect(src.size).toBe(0);
     expect((await src.read(0, 0)).byteLength).toBe(0);
   });
 
   it('accepts a small file from a server that ignores Range, refuses a larger one', async () => {
-    const small = await HttpSource.open(`${rig.cdn}/norange/model.safetensors`, 'm', { wholeFileMax: 1024 * 1024 });
+    const small = await HttpSource.open(`${rig.cdn}/norange/model.safetensors`, 'm', { ...transport, wholeFileMax: 1024 * 1024 });
     expect((await openSafetensors(small)).tensors.length).toBeGreaterThan(0);
-    expect(await codeOf(HttpSource.open(`${rig.cdn}/norange/big.bin`, 'big', { wholeFileMax: 1024 * 1024 }))).toBe('RemoteRangeUnsupported');
+    expect(await codeOf(HttpSource.open(`${rig.cdn}/norange/big.bin`, 'big', { ...transport, wholeFileMax: 1024 * 1024 }))).toBe('RemoteRangeUnsupported');
   });
 
   it('refuses a server that stops honouring Range mid-file', async () => {
-    const src = await HttpSource.open(`${proxy.url}/lose-range/big.bin`, 'big', { ...FAST, ifRange: false });
+    const src = await HttpSource.open(`${proxy.url}/lose-range/big.bin`, 'big', { ...transport, ...FAST, ifRange: false });
     expect(await codeOf(src.read(2 * 1024 * 1024, 1024))).toBe('RemoteRangeUnsupported');
   });
 
   it('detects a file that changes between reads: If-Range (200) and ETag/size checks (206)', async () => {
     for (const ifRange of [true, false]) {
-      const src = await HttpSource.open(`${proxy.url}/swap/model.safetensors?ifRange=${ifRange}`, 'm', { ...FAST, ifRange, probeBytes: 16 });
+      const src = await HttpSource.open(`${proxy.url}/swap/model.safetensors?ifRange=${ifRange}`, 'm', { ...transport, ...FAST, ifRange, probeBytes: 16 });
       expect(await codeOf(src.read(1000, 16))).toBe('RemoteFileChanged');
     }
     // rewritten in place under nginx (new mtime → new ETag)
-    const src = await HttpSource.open(`${rig.cdn}/files/mutable.bin`, 'mutable');
+    const src = await HttpSource.open(`${rig.cdn}/files/mutable.bin`, 'mutable', transport);
     const served = rig.served('mutable.bin');
     writeFileSync(served, randomBytes(big.byteLength));
     utimesSync(served, new Date(), new Date(Date.now() + 5000));
@@ -151,31 +154,31 @@ describe.skipIf(!nginx)('HttpSource against nginx', () => {
   });
 
   it('resumes a body reset mid-way and retries 503 and 429', async () => {
-    const reset = await HttpSource.open(`${proxy.url}/reset/big.bin`, 'big', { ...FAST, probeBytes: 1024 });
+    const reset = await HttpSource.open(`${proxy.url}/reset/big.bin`, 'big', { ...transport, ...FAST, probeBytes: 1024 });
     const r = await reset.read(1024 * 1024, 2 * 1024 * 1024);
     expect(Buffer.from(r).equals(Buffer.from(big.subarray(1024 * 1024, 3 * 1024 * 1024)))).toBe(true);
     for (const fault of ['e503x2', 'r429']) {
-      const s = await HttpSource.open(`${proxy.url}/${fault}/model.safetensors`, 'm', FAST);
+      const s = await HttpSource.open(`${proxy.url}/${fault}/model.safetensors`, 'm', { ...transport, ...FAST });
       expect(s.size).toBe(readFileSync(ST).byteLength);
       expect(s.stats().requests).toBe(fault === 'e503x2' ? 3 : 2);
     }
   });
 
   it('gives up after the retry limit, and times out a stalled or slow server', async () => {
-    expect(await codeOf(HttpSource.open(`${proxy.url}/e500/model.safetensors`, 'm', { ...FAST, retries: 2 }))).toBe('RemoteUnavailable');
+    expect(await codeOf(HttpSource.open(`${proxy.url}/e500/model.safetensors`, 'm', { ...transport, ...FAST, retries: 2 }))).toBe('RemoteUnavailable');
     expect(proxy.seen.filter((s) => s.path === '/e500/model.safetensors').length).toBe(3);
-    expect(await codeOf(HttpSource.open(`${proxy.url}/hang/model.safetensors`, 'm', { ...FAST, retries: 1, timeoutMs: 300 }))).toBe('RemoteTimeout');
-    const slow = await HttpSource.open(`${rig.cdn}/slow/big.bin`, 'big', { ...FAST, retries: 0, timeoutMs: 500, probeBytes: 1024 });
+    expect(await codeOf(HttpSource.open(`${proxy.url}/hang/model.safetensors`, 'm', { ...transport, ...FAST, retries: 1, timeoutMs: 300 }))).toBe('RemoteTimeout');
+    const slow = await HttpSource.open(`${rig.cdn}/slow/big.bin`, 'big', { ...transport, ...FAST, retries: 0, timeoutMs: 500, probeBytes: 1024 });
     expect(await codeOf(slow.read(0, 512 * 1024))).toBe('RemoteTimeout');
   });
 
   it('names a missing file RemoteNotFound', async () => {
-    expect(await codeOf(HttpSource.open(`${rig.cdn}/files/nope.bin`, 'nope', FAST))).toBe('RemoteNotFound');
+    expect(await codeOf(HttpSource.open(`${rig.cdn}/files/nope.bin`, 'nope', { ...transport, ...FAST }))).toBe('RemoteNotFound');
   });
 
   it('is cancelled by its AbortSignal', async () => {
     const ctrl = new AbortController();
-    const p = HttpSource.open(`${proxy.url}/hang/big.bin`, 'big', { ...FAST, signal: ctrl.signal, timeoutMs: 10_000 });
+    const p = HttpSource.open(`${proxy.url}/hang/big.bin`, 'big', { ...transport, ...FAST, signal: ctrl.signal, timeoutMs: 10_000 });
     setTimeout(() => ctrl.abort(new Error('stop')), 50);
     await expect(p).rejects.toThrow('stop');
   });

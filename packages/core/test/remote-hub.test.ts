@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRemote, parseHfUri, resolveUrl, safetensorsFormat, TensorportError, type RemoteOptions } from '@tensorport/core';
+import { nodeFetch } from '@tensorport/core/node';
 import { HUB_TOKEN, requireNginx, startRig, type Rig } from './helpers/nginx.ts';
 
 const FIX = join(import.meta.dirname, '..', '..', '..', 'fixtures');
@@ -38,7 +39,11 @@ describe('hf:// addresses', () => {
 
 const nginx = await requireNginx();
 
-describe.skipIf(!nginx)('Hub-like repos on nginx', () => {
+// The global fetch (the browser's path) and node:http (what the Node entry passes): the same answers,
+// and the token stays on the Hub's origin through either one's redirect.
+const TRANSPORTS: Array<[string, RemoteOptions]> = [['the global fetch', {}], ['node:http', { fetch: nodeFetch }]];
+
+describe.skipIf(!nginx).each(TRANSPORTS)('Hub-like repos on nginx, through %s', (_, transport) => {
   let rig: Rig;
   let opts: RemoteOptions;
   const shards = Object.fromEntries(readdirSync(SHARDED).filter((f) => !f.endsWith('.manifest.json')).map((f) => [f, join(SHARDED, f)]));
@@ -51,7 +56,7 @@ describe.skipIf(!nginx)('Hub-like repos on nginx', () => {
       'test-org/private': { commit: COMMIT, files: { 'model.safetensors': ST }, private: true },
       'test-org/gated': { commit: COMMIT, files: { 'model.safetensors': ST }, gated: true },
     });
-    opts = { endpoint: rig.hub, retryDelayMs: 5, maxRetryDelayMs: 20 };
+    opts = { ...transport, endpoint: rig.hub, retryDelayMs: 5, maxRetryDelayMs: 20 };
   });
   afterAll(async () => {
     await rig?.stop();

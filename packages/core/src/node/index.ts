@@ -5,3 +5,4 @@ export { pendingTempFiles } from './cleanup.ts';
 export { CommitGroup } from './commit-group.ts';
 export { setStaleFileReporter, sweepOnce, sweepStaleFiles, type StaleFileReporter } from './stale.ts';
 export { openCheckpointPath, sameFile, writeCheckpointPath, type WriteCheckpointOptions, type WriteCheckpointResult } from './paths.ts';
+export { nodeFetch } from './http-fetch.ts';
