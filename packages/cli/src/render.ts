@@ -3,7 +3,7 @@ import type { InspectReport } from '@tensorport/lib';
 import { renderQuantization } from './quantization-table.ts';
 import { describeFinding, escapeTerminal as esc } from './report.ts';
 import { formatBytes, formatCount } from './size.ts';
-import { table } from './table.ts';
+import { table, tableOf } from './table.ts';
 
 /** The human `inspect` output: a summary, metadata, one row per tensor, totals per dtype. */
 export function renderInspect(r: InspectReport, options: { fullMetadata?: boolean } = {}): string {
@@ -20,17 +20,22 @@ export function renderInspect(r: InspectReport, options: { fullMetadata?: boolea
 
   const sharded = r.files.length > 1;
   const header = ['name', 'dtype', 'shape', 'size', 'offsets', ...(sharded ? ['file'] : [])];
-  const rows = r.tensors.map((t) => [
+  const row = (t: InspectReport['tensors'][number]): string[] => [
     esc(t.name),
     t.dtype,
     `[${t.shape.join(', ')}]`,
     formatBytes(t.bytes),
     t.offsets ? `${t.offsets[0]}..${t.offsets[1]}` : '-',
     ...(sharded ? [t.file ? esc(basename(t.file)) : '-'] : []),
-  ]);
+  ];
   const tied = Object.keys(r.aliases ?? {}).length;
   lines.push('', `tensors: ${r.tensors.length}${tied > 0 ? ` (and ${tied} tied name${tied === 1 ? '' : 's'} stored once, in metadata)` : ''}`);
-  if (rows.length > 0) lines.push(table([header, ...rows], new Set([3])));
+  if (r.tensors.length > 0) {
+    lines.push(tableOf(function* () {
+      yield header;
+      for (const t of r.tensors) yield row(t);
+    }, new Set([3])));
+  }
 
   const quantized = renderQuantization(r.quantization?.map((l) => ({ ...l, layer: esc(l.layer) })));
   if (quantized) lines.push(quantized.trimEnd());
