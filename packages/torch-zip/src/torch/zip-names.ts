@@ -33,19 +33,46 @@ export interface TorchLayout {
 
 const enc = new TextEncoder();
 
+/** `e.name` itself when folding changes nothing (ASCII without capitals): no second string per member. */
+function foldedName(e: ZipEntry): string {
+  const b = e.nameBytes;
+  for (let i = 0; i < b.length; i++) if (b[i]! >= 0x80 || (b[i]! >= 0x41 && b[i]! <= 0x5a)) return foldName(b);
+  return e.name;
+}
+
+/** A record name (`data.pkl`, `data/17`) as torch looks it up. */
+function foldRecord(record: string): string {
+  return /^[\x00-\x7f]*$/.test(record) ? record.replace(/[A-Z]+/g, (c) => c.toLowerCase()) : foldName(enc.encode(record));
+}
+
+// One layout per entry list: the scan and the reader of one Context share the archive, and so this.
+const layouts = new WeakMap<readonly ZipEntry[], TorchLayout>();
+
 export function torchLayout(entries: readonly ZipEntry[]): TorchLayout {
+  let layout = layouts.get(entries);
+  if (!layout) layouts.set(entries, (layout = buildLayout(entries)));
+  return layout;
+}
+
+function buildLayout(entries: readonly ZipEntry[]): TorchLayout {
   const first = entries[0];
   const slash = first ? first.nameBytes.indexOf(0x2f) : -1;
   const prefix = first && slash > 0 ? foldName(first.nameBytes.subarray(0, slash)) : null;
+  const storage = prefix === null ? null : new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/data/[0-9]+$`);
   const byFolded = new Map<string, ZipEntry>();
+  const storages = new Set<ZipEntry>();
   const dupes: Array<[ZipEntry, ZipEntry]> = [];
+  const codeDir = `${prefix}/code/`;
+  let code: ZipEntry | undefined;
   for (const e of entries) {
-    const k = foldName(e.nameBytes);
+    const k = foldedName(e);
     const seen = byFolded.get(k);
     if (seen) dupes.push([seen, e]);
     else byFolded.set(k, e);
+    if (storage?.test(k)) storages.add(e);
+    if (code === undefined && prefix !== null && k.startsWith(codeDir)) code = e;
   }
-  const get = (record: string): ZipEntry | undefined => (prefix === null ? undefined : byFolded.get(`${prefix}/${foldName(enc.encode(record))}`));
+  const get = (record: string): ZipEntry | undefined => (prefix === null ? undefined : byFolded.get(`${prefix}/${foldRecord(record)}`));
   const torch = get('data.pkl') !== undefined || get('constants.pkl') !== undefined;
   const findings: Finding[] = [];
   if (torch) {
@@ -54,14 +81,9 @@ export function torchLayout(entries: readonly ZipEntry[]): TorchLayout {
     }
   }
   const constants = get('constants.pkl');
-  const code = prefix === null ? undefined : entries.find((e) => foldName(e.nameBytes).startsWith(`${prefix}/code/`));
   if (constants || (torch && code)) {
     const marker = (constants ?? code)!.name;
     findings.push({ code: 'TorchUnsupportedArchive', message: `a TorchScript archive (${marker}): torch.load hands an archive with constants.pkl to torch.jit.load, which compiles and runs the code in it`, tensor: marker });
   }
-  const storage = prefix === null ? null : new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/data/[0-9]+$`);
-  return {
-    prefix, torch, findings, get,
-    isStorage: (e) => torch && storage !== null && storage.test(foldName(e.nameBytes)),
-  };
+  return { prefix, torch, findings, get, isStorage: (e) => torch && storages.has(e) };
 }
