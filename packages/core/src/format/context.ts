@@ -2,6 +2,7 @@ import { DETECT_BYTES } from '../detect.ts';
 import { TensorportError } from '../errors.ts';
 import type { ByteSource } from '../io/source.ts';
 import type { DeflateCodec } from '../zip/codec.ts';
+import { readHeader, type SafetensorsHeader } from '../safetensors/header.ts';
 import { openZip, type ZipArchive } from '../zip/reader.ts';
 import type { Context, Folder } from './types.ts';
 
@@ -46,6 +47,7 @@ export class FolderContext implements Context {
   private readonly sources = new Map<string, Promise<ByteSource>>();
   private readonly heads = new Map<string, Promise<Uint8Array>>();
   private readonly zips = new Map<string, Promise<ZipArchive>>();
+  private readonly headers = new Map<string, Promise<SafetensorsHeader>>();
   private readonly smalls = new Map<string, Promise<Uint8Array>>();
 
   constructor(
@@ -110,6 +112,18 @@ export class FolderContext implements Context {
     return z;
   }
 
+  // A 100,000-tensor header is a 10 MB parse: a written file is validated and then opened, once.
+  safetensorsHeader(name?: string): Promise<SafetensorsHeader> {
+    const n = this.required(name);
+    let h = this.headers.get(n);
+    if (!h) {
+      h = this.source(n).then((s) => readHeader(s));
+      this.headers.set(n, h);
+      h.catch(() => undefined);
+    }
+    return h;
+  }
+
   bytes(name: string, maxBytes: number, code: 'InvalidIndex' | 'MlxInvalidConfig' = 'InvalidIndex'): Promise<Uint8Array> {
     let b = this.smalls.get(name);
     if (!b) {
@@ -137,6 +151,7 @@ export class FolderContext implements Context {
     this.sources.clear();
     this.heads.clear();
     this.zips.clear();
+    this.headers.clear();
     this.smalls.clear();
     await Promise.all(all.map((p) => p.then((s) => (s as SharedSource).inner.close(), () => undefined).catch(() => undefined)));
   }

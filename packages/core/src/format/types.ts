@@ -3,6 +3,7 @@ import type { ByteSink } from '../io/sink.ts';
 import type { ByteSource } from '../io/source.ts';
 import type { Checkpoint, TensorDescriptor } from '../tensor.ts';
 import type { DeflateCodec } from '../zip/codec.ts';
+import type { SafetensorsHeader } from '../safetensors/header.ts';
 import type { ZipArchive } from '../zip/reader.ts';
 
 /**
@@ -48,6 +49,8 @@ export interface Context {
   head(name?: string): Promise<Uint8Array>;
   /** The ZIP directory of `name`, parsed once; a failure is remembered and rethrown. */
   zip(name?: string): Promise<ZipArchive>;
+  /** The safetensors header of `name`, parsed and validated once (validate and open share it); a failure is remembered and rethrown. */
+  safetensorsHeader(name?: string): Promise<SafetensorsHeader>;
   /** A small file read whole, refused above `maxBytes` (an index, config.json). */
   bytes(name: string, maxBytes: number, code?: 'InvalidIndex' | 'MlxInvalidConfig'): Promise<Uint8Array>;
   /** Message names of the files opened so far (what a conversion reads, so outputs must differ). */

@@ -13,13 +13,16 @@ import {
   type ShardIndexLimits,
 } from './index-file.ts';
 import { writeOrder } from './order.ts';
-import { openSafetensors, type SafetensorsFile, type SafetensorsTensor } from './reader.ts';
+import { openSafetensors, SafetensorsFile, type SafetensorsTensor } from './reader.ts';
+import type { SafetensorsHeader } from './header.ts';
 import { abortQuietly, checkTensorLayouts, planSafetensors, streamSafetensors, type MetadataInput, type TensorLayout, type WriteOptions } from './writer.ts';
 
 export interface ShardedOpenOptions {
   limits?: Partial<ShardIndexLimits>;
   /** Shard headers read at once (default 8). */
   concurrency?: number;
+  /** A shard's header when the caller keeps parsed ones (a Context validates, then opens). */
+  readHeader?: (fileName: string, source: ByteSource) => Promise<SafetensorsHeader>;
 }
 
 /**
@@ -72,7 +75,7 @@ export async function openShardedCheckpoint(
       while (!failed && next < index.shardFiles.length) {
         const i = next++;
         try {
-          opened[i] = { file: index.shardFiles[i]!, checkpoint: await openOneShard(index.shardFiles[i]!, openShard) };
+          opened[i] = { file: index.shardFiles[i]!, checkpoint: await openOneShard(index.shardFiles[i]!, openShard, opts.readHeader) };
         } catch (e) {
           failed = true;
           throw e;
@@ -92,7 +95,7 @@ export async function openShardedCheckpoint(
   }
 }
 
-async function openOneShard(file: string, openShard: (fileName: string) => Promise<ByteSource>): Promise<SafetensorsFile> {
+async function openOneShard(file: string, openShard: (fileName: string) => Promise<ByteSource>, parsed?: ShardedOpenOptions['readHeader']): Promise<SafetensorsFile> {
   let source: ByteSource;
   try {
     source = await openShard(file);
@@ -102,7 +105,7 @@ async function openOneShard(file: string, openShard: (fileName: string) => Promi
     throw new TensorportError(missing ? 'ShardMissing' : 'IoError', `shard ${file}${missing ? ' named in the index does not exist' : `: ${String(e)}`}`, { path: file, cause: e });
   }
   try {
-    return await openSafetensors(source);
+    return parsed ? new SafetensorsFile(source, await parsed(file, source)) : await openSafetensors(source);
   } catch (e) {
     await source.close().catch(() => {});
     if (e instanceof TensorportError && e.path === undefined) {
