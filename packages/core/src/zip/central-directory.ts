@@ -29,13 +29,45 @@ export interface CentralEntry {
 }
 
 /**
+ * A directory entry as parsed, and later (reader.ts) the archive's member: one object per member,
+ * its name bytes a view made on demand of the directory buffer (100,000 members in a large .pt).
+ */
+export class DirectoryEntry implements CentralEntry {
+  /** Where the member's bytes start; set once its local header is checked (reader.ts), -1 before. */
+  dataOffset = -1;
+
+  constructor(
+    private readonly directory: Uint8Array,
+    private readonly nameAt: number,
+    private readonly nameLength: number,
+    readonly index: number,
+    readonly name: string,
+    readonly flags: number,
+    readonly method: number,
+    readonly crc32: number,
+    readonly compressedSize: number,
+    readonly uncompressedSize: number,
+    readonly localHeaderOffset: number,
+    readonly centralOffset: number,
+  ) {}
+
+  get nameBytes(): Uint8Array {
+    return this.directory.subarray(this.nameAt, this.nameAt + this.nameLength);
+  }
+
+  get stored(): boolean {
+    return this.method === METHOD_STORED;
+  }
+}
+
+/**
  * Parses `count` entries (APPNOTE 4.3.12) that must fill `bytes` exactly. Each 32-bit size or
  * offset saturated at 0xFFFFFFFF is taken from the 0x0001 extra, in the fixed order usize, csize,
  * offset, disk (4.5.3), whether or not the archive has a ZIP64 end record: numpy's compressed
  * members past 4 GiB live in archives without one.
  */
-export function parseCentralDirectory(bytes: Uint8Array, base: number, count: number): CentralEntry[] {
-  const entries: CentralEntry[] = [];
+export function parseCentralDirectory(bytes: Uint8Array, base: number, count: number): DirectoryEntry[] {
+  const entries: DirectoryEntry[] = [];
   let p = 0;
   for (let index = 0; index < count; index++) {
     const at = base + p;
@@ -54,7 +86,6 @@ export function parseCentralDirectory(bytes: Uint8Array, base: number, count: nu
     if (end > bytes.byteLength) {
       throw new TensorportError('ZipInvalidCentralDirectory', `central directory entry ${index} runs past the directory`, { offset: at });
     }
-    // A view of the directory, not a copy: one buffer instead of an ArrayBuffer per member (100,000 in a large .pt).
     const nameBytes = bytes.subarray(p + CENTRAL_SIZE, p + CENTRAL_SIZE + nameLen);
     const name = decodeName(nameBytes, (flags & FLAG_UTF8) !== 0, at);
     const extra = bytes.subarray(p + CENTRAL_SIZE + nameLen, p + CENTRAL_SIZE + nameLen + extraLen);
@@ -76,9 +107,7 @@ export function parseCentralDirectory(bytes: Uint8Array, base: number, count: nu
     if (method === METHOD_STORED && compressedSize !== uncompressedSize) {
       throw new TensorportError('ZipSizeMismatch', `stored member ${JSON.stringify(name)} has compressed size ${compressedSize} but uncompressed size ${uncompressedSize}`, { offset: at, tensor: name });
     }
-    entries.push({
-      index, name, nameBytes, flags, method, crc32: u32(bytes, p + 16), compressedSize, uncompressedSize, localHeaderOffset, centralOffset: at,
-    });
+    entries.push(new DirectoryEntry(bytes, p + CENTRAL_SIZE, nameLen, index, name, flags, method, u32(bytes, p + 16), compressedSize, uncompressedSize, localHeaderOffset, at));
     p = end;
   }
   if (p !== bytes.byteLength) {

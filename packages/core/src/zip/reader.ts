@@ -1,7 +1,7 @@
 import { TensorportError } from '../errors.ts';
 import { SliceSource, readChunks, type ByteSource } from '../io/source.ts';
 import { crcOf, type DeflateCodec } from './codec.ts';
-import { METHOD_STORED, parseCentralDirectory, type CentralEntry } from './central-directory.ts';
+import { parseCentralDirectory, type CentralEntry, type DirectoryEntry } from './central-directory.ts';
 import { readEndRecord, type EndRecord } from './end-record.ts';
 import { inflateMember, verifyMember } from './inflate.ts';
 import { EXTRA_GUESS, HeaderWindow } from './header-window.ts';
@@ -151,7 +151,7 @@ export function openZip(source: ByteSource, options?: ZipReadOptions): Promise<Z
  * (a few large reads instead of two or three small ones per member), then the overlap check on the
  * exact extents. All of it before the archive is returned: no member is ever handed out unchecked.
  */
-async function checkMembers(source: ByteSource, central: readonly CentralEntry[], limit: number): Promise<ZipEntry[]> {
+async function checkMembers(source: ByteSource, central: DirectoryEntry[], limit: number): Promise<ZipEntry[]> {
   const order = fileOrder(central);
   const plan = order.map((i) => {
     const e = central[i]!;
@@ -159,16 +159,16 @@ async function checkMembers(source: ByteSource, central: readonly CentralEntry[]
   });
   const window = new HeaderWindow(source, plan, limit);
   const read = (offset: number, length: number) => window.read(offset, length);
-  const entries = new Array<ZipEntry>(central.length);
-  const spans: Span[] = [];
-  for (const i of order) {
-    const e = central[i]!;
+  // each member's extent, in file order, for the overlap check
+  const ends = new Float64Array(order.length);
+  for (let k = 0; k < order.length; k++) {
+    const e = central[order[k]!]!;
     const x = await checkLocalHeader(read, e, limit);
-    entries[i] = withExtent(e, x.dataOffset);
-    spans.push({ start: e.localHeaderOffset, end: x.end, name: e.name });
+    e.dataOffset = x.dataOffset;
+    ends[k] = x.end;
   }
-  rejectOverlaps(spans);
-  return entries;
+  rejectOverlaps(central, order, ends);
+  return central;
 }
 
 /** Indices of `central` by local header offset; directories are nearly always in file order already. */
@@ -180,21 +180,6 @@ function fileOrder(central: readonly CentralEntry[]): number[] {
     }
   }
   return order;
-}
-
-/** Spelled out rather than spread: one object shape for every entry keeps 100,000 of them cheap. */
-function withExtent(e: CentralEntry, dataOffset: number): ZipEntry {
-  return {
-    index: e.index, name: e.name, nameBytes: e.nameBytes, flags: e.flags, method: e.method, crc32: e.crc32,
-    compressedSize: e.compressedSize, uncompressedSize: e.uncompressedSize, localHeaderOffset: e.localHeaderOffset,
-    centralOffset: e.centralOffset, dataOffset, stored: e.method === METHOD_STORED,
-  };
-}
-
-interface Span {
-  readonly start: number;
-  readonly end: number;
-  readonly name: string;
 }
 
 /** Name → index; a name seen twice is refused (CPython lets the last one win silently). */
@@ -212,14 +197,14 @@ function indexNames(entries: readonly CentralEntry[]): Map<string, number> {
 
 /**
  * Every member's [local header, end of data or descriptor) must be disjoint from every other;
- * `spans` is sorted by start, so each one ending before the next one starts is enough.
+ * `order` sorts them by start, so each one ending before the next one starts is enough.
  */
-function rejectOverlaps(spans: readonly Span[]): void {
-  for (let i = 1; i < spans.length; i++) {
-    const prev = spans[i - 1]!;
-    const cur = spans[i]!;
-    if (cur.start < prev.end) {
-      throw new TensorportError('ZipOverlap', `member ${JSON.stringify(cur.name)} at ${cur.start} lies inside member ${JSON.stringify(prev.name)} [${prev.start}, ${prev.end})`, { offset: cur.start, tensor: cur.name, other: prev.name });
+function rejectOverlaps(entries: readonly CentralEntry[], order: readonly number[], ends: Float64Array): void {
+  for (let k = 1; k < order.length; k++) {
+    const prev = entries[order[k - 1]!]!;
+    const cur = entries[order[k]!]!;
+    if (cur.localHeaderOffset < ends[k - 1]!) {
+      throw new TensorportError('ZipOverlap', `member ${JSON.stringify(cur.name)} at ${cur.localHeaderOffset} lies inside member ${JSON.stringify(prev.name)} [${prev.localHeaderOffset}, ${ends[k - 1]})`, { offset: cur.localHeaderOffset, tensor: cur.name, other: prev.name });
     }
   }
 }
