@@ -78,12 +78,15 @@ export class BlobSource implements ByteSource {
 /** A window [start, start+size) of another source; used for shards and stored ZIP members. */
 export class SliceSource implements ByteSource {
   constructor(
-    private readonly parent: ByteSource,
+    protected readonly parent: ByteSource,
     private readonly start: number,
     readonly size: number,
-    readonly name = parent.name,
+    private readonly label = parent.name,
   ) {
     checkRange(parent, start, size);
+  }
+  get name(): string {
+    return this.label;
   }
   get bytesRead(): number {
     return this.parent.bytesRead;

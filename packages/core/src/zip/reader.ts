@@ -85,7 +85,7 @@ export class ZipArchive {
   /** A stored member's bytes as a window of the archive: no copy, no CRC check. */
   storedSource(entry: ZipEntry): SliceSource {
     if (!entry.stored) throw new TensorportError('ZipUnsupportedMethod', `member ${JSON.stringify(entry.name)} is deflated, not stored`, { tensor: entry.name });
-    return new SliceSource(this.source, entry.dataOffset, entry.compressedSize, `${this.source.name}:${entry.name}`);
+    return new MemberSource(this.source, entry);
   }
 
   /**
@@ -135,6 +135,19 @@ export class ZipArchive {
 
   close(): Promise<void> {
     return this.source.close();
+  }
+}
+
+/** A stored member's window, named `archive:member` when a message asks (a large .pt has 100,000). */
+class MemberSource extends SliceSource {
+  constructor(
+    archive: ByteSource,
+    private readonly entry: ZipEntry,
+  ) {
+    super(archive, entry.dataOffset, entry.compressedSize);
+  }
+  override get name(): string {
+    return `${this.parent.name}:${this.entry.name}`;
   }
 }
 

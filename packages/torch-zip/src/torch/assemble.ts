@@ -167,15 +167,29 @@ function viewIdentity(t: TensorRecord): string {
   return `${t.storage.key}|${t.storage.view?.offset ?? ''}|${t.dtype}|${t.offset}|${t.shape.join(',')}|${t.stride.join(',')}`;
 }
 
+/** A planned tensor: a class, not a closure per tensor (a checkpoint may hold 100,000). */
+class TorchTensor implements TensorDescriptor {
+  readonly dtype: TensorDescriptor['dtype'];
+  readonly shape: readonly number[];
+  readonly byteLength: number;
+  declare readonly range?: { readonly source: StorageBytes['source']; readonly offset: number };
+
+  constructor(
+    readonly name: string,
+    private readonly layout: TensorLayout,
+    private readonly storage: StorageBytes,
+  ) {
+    this.dtype = layout.dtype;
+    this.shape = layout.shape;
+    this.byteLength = layout.byteLength;
+    if (layout.contiguous && !storage.stream && !(storage.bigEndian && layout.swapUnit > 1)) this.range = { source: storage.source, offset: layout.start };
+  }
+
+  chunks(chunkSize?: number): AsyncIterable<Uint8Array> {
+    return tensorChunks(this.layout, this.storage, chunkSize);
+  }
+}
+
 function descriptor(name: string, p: { layout: TensorLayout; storage: StorageBytes }): TensorDescriptor {
-  const { layout, storage } = p;
-  const plainRange = layout.contiguous && !storage.stream && !(storage.bigEndian && layout.swapUnit > 1);
-  return {
-    name,
-    dtype: layout.dtype,
-    shape: layout.shape,
-    byteLength: layout.byteLength,
-    chunks: (chunkSize?: number) => tensorChunks(layout, storage, chunkSize),
-    ...(plainRange ? { range: { source: storage.source, offset: layout.start } } : {}),
-  };
+  return new TorchTensor(name, p.layout, p.storage);
 }
