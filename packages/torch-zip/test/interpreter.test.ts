@@ -128,9 +128,13 @@ describe('containers and the memo', () => {
     expect(refused(pk(PROTO2, new Array<number>(100).fill(0x4e), '.'), { maxStack: 50 }).message).toMatch(/stack depth/);
     expect(refused(pk(PROTO2, new Array<number>(100).fill(0x28), '.'), { maxMarks: 50 }).message).toMatch(/MARK depth/);
     expect(refused(pk(PROTO2, ']', '(', new Array<number>(100).fill(0x4e), 'e', '.'), { maxItems: 50 }).message).toMatch(/container size/);
+    // entries that some GET reads are stored, and counted; the others are never stored (memo-reads.ts)
     const puts: number[] = [];
+    const gets: number[] = [];
     for (let i = 0; i < 100; i++) puts.push(0x71, i);
-    expect(refused(pk(PROTO2, 'N', puts, '.'), { maxMemo: 50 }).message).toMatch(/memo entries/);
+    for (let i = 0; i < 100; i++) gets.push(0x68, i, 0x30);
+    expect(refused(pk(PROTO2, 'N', puts, gets, '.'), { maxMemo: 50 }).message).toMatch(/memo entries/);
+    expect(runPickle(pk(PROTO2, 'N', puts, '.'), 0, { mode: 'load', limits: { maxMemo: 50 } }).value).toBe(null);
     expect(refused(pk(PROTO2, new Array<number>(100).fill(0x4e), '.'), { maxWork: 50 }).message).toMatch(/work/);
   });
   it('handles a 300 000-item argument tuple without spreading it', () => {

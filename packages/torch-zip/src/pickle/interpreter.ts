@@ -3,6 +3,7 @@ import { lookupGlobal } from '../torch/allowlist.ts';
 import { DEFAULT_LIMITS, type PickleLimits } from './limits.ts';
 import { decodeLong, parseDecimal, parseFloatText } from './numbers.ts';
 import { OPCODE_NAMES } from './opcodes.ts';
+import { memoReads } from './memo-reads.ts';
 import { importedName } from './py2-names.ts';
 import { rawUnicodeEscape, unescapeQuoted, utf8 } from './text.ts';
 import { depthAbove, depthOf, isContainer, typeName, type Fail, type GlobalResolver, type PyDict, type PyGlobal, type PyList, type PyObject, type PySet, type PyTuple, type PyValue } from './values.ts';
@@ -47,6 +48,8 @@ export interface RunOptions {
   streamLength?: number;
   /** `streamLength` is a size limit, not the end of the data: running past it is PickleLimitExceeded. */
   streamCapped?: boolean;
+  /** Store every PUT, as CPython does, not only those some GET reads (tests compare the two). */
+  keepEveryPut?: boolean;
 }
 
 export interface RunResult {
@@ -112,6 +115,8 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   };
 
   const streamEnd = Math.max(opts.streamLength ?? end, end);
+  // With the whole pickle at hand, a PUT is stored only if some GET reads its key (memo-reads.ts).
+  const read = streamEnd === end && !opts.keepEveryPut ? memoReads(bytes, start) : null;
   /** Outside frames once the current one is used up; a read that crosses its end is refused. */
   const framed = (n: number): void => {
     if (frameEnd < 0) return;
@@ -305,6 +310,7 @@ export function runPickle(bytes: Uint8Array, start: number, opts: RunOptions): R
   };
   const put = (i: number): void => {
     const v = peek();
+    if (read !== null && !read.has(i)) return;
     if (i < dense.length) {
       dense[i] = v;
       return;
