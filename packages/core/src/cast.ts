@@ -76,14 +76,30 @@ export function castDescriptor(desc: TensorDescriptor, to: CastTarget, opts: Cas
   if (desc.byteLength % inBytes !== 0) {
     throw new TensorportError('TensorByteLengthMismatch', `tensor ${JSON.stringify(desc.name)} has ${desc.byteLength} bytes, not a whole number of ${desc.dtype} values`, { tensor: desc.name });
   }
-  const count = desc.byteLength / inBytes;
-  return {
-    name: desc.name,
-    dtype: to,
-    shape: desc.shape,
-    byteLength: count * outBytes,
-    chunks: (chunkSize = DEFAULT_CHUNK) => castChunks(desc, convert, inBytes, outBytes, chunkSize),
-  };
+  return new CastTensor(desc, to, convert, inBytes, outBytes);
+}
+
+/** `desc` read as `dtype`: a class, not a closure per tensor (a checkpoint may hold 100,000). */
+class CastTensor implements TensorDescriptor {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly byteLength: number;
+
+  constructor(
+    private readonly desc: TensorDescriptor,
+    readonly dtype: CastTarget,
+    private readonly convert: Converter,
+    private readonly inBytes: number,
+    private readonly outBytes: number,
+  ) {
+    this.name = desc.name;
+    this.shape = desc.shape;
+    this.byteLength = (desc.byteLength / inBytes) * outBytes;
+  }
+
+  chunks(chunkSize = DEFAULT_CHUNK): AsyncIterable<Uint8Array> {
+    return castChunks(this.desc, this.convert, this.inBytes, this.outBytes, chunkSize);
+  }
 }
 
 /** Casts every castable tensor; see `isCastable` for what happens to the others. */

@@ -75,8 +75,7 @@ export function planSafetensors(tensors: readonly TensorLayout[], metadata: Meta
     }
     offsets[i] = [begin, end];
   }
-  const json = headerJson(tensors, order, offsets, meta);
-  return { header: padHeader(json), order, offsets, dataLength: end };
+  return { header: headerBytes(tensors, order, offsets, meta), order, offsets, dataLength: end };
 }
 
 /**
@@ -199,39 +198,43 @@ const LONE_SURROGATE = /\p{Cs}/u;
  * escapes exactly like serde_json (only `"`, `\` and controls < 0x20, as \b \t \n \f \r or
  * \u00xx with lowercase hex; everything else raw).
  */
-function headerJson(
+function headerBytes(
   tensors: readonly TensorLayout[],
   order: readonly number[],
   offsets: ReadonlyArray<readonly [number, number]>,
   meta: ReadonlyArray<[string, string]> | null,
-): string {
-  const parts: string[] = [];
-  let length = 0;
-  const push = (s: string): void => {
-    parts.push(s);
-    // UTF-8 is never shorter than UTF-16, so this bails out before building a huge string.
-    length += s.length;
-    if (length > MAX_HEADER_BYTES) throw headerTooLarge(length);
+): Uint8Array {
+  // Encoded piece by piece into one buffer: a 100,000-tensor header is 10 MB, not 100,000 strings.
+  const enc = new TextEncoder();
+  let buf = new Uint8Array(8 + 64 * 1024);
+  let n = 8;
+  const put = (s: string): void => {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit
+    if (n + s.length * 3 > buf.length) {
+      const grown = new Uint8Array(Math.max(buf.length * 2, n + s.length * 3));
+      grown.set(buf.subarray(0, n));
+      buf = grown;
+    }
+    n += enc.encodeInto(s, buf.subarray(n)).written;
+    if (n - 8 > MAX_HEADER_BYTES) throw headerTooLarge(n - 8);
   };
-  if (meta !== null) {
-    push('"__metadata__":{' + meta.map(([k, v]) => JSON.stringify(k) + ':' + JSON.stringify(v)).join(',') + '}');
-  }
+  put('{');
+  if (meta !== null) put('"__metadata__":{' + meta.map(([k, v]) => JSON.stringify(k) + ':' + JSON.stringify(v)).join(',') + '}');
+  let first = meta === null;
   for (const i of order) {
     const t = tensors[i]!;
     const [begin, end] = offsets[i]!;
-    push(`${JSON.stringify(t.name)}:{"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"data_offsets":[${begin},${end}]}`);
+    put(`${first ? '' : ','}${JSON.stringify(t.name)}:{"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"data_offsets":[${begin},${end}]}`);
+    first = false;
   }
-  return '{' + parts.join(',') + '}';
-}
-
-function padHeader(json: string): Uint8Array {
-  const body = new TextEncoder().encode(json);
-  const n = Math.ceil(body.byteLength / 8) * 8;
-  if (n > MAX_HEADER_BYTES) throw headerTooLarge(n);
-  const out = new Uint8Array(8 + n);
-  new DataView(out.buffer).setBigUint64(0, BigInt(n), true);
-  out.set(body, 8);
-  out.fill(0x20, 8 + body.byteLength);
+  put('}');
+  // padded with spaces to a multiple of 8, as the reference pads
+  const padded = Math.ceil((n - 8) / 8) * 8;
+  if (padded > MAX_HEADER_BYTES) throw headerTooLarge(padded);
+  const out = new Uint8Array(8 + padded);
+  new DataView(out.buffer).setBigUint64(0, BigInt(padded), true);
+  out.set(buf.subarray(8, n), 8);
+  out.fill(0x20, n);
   return out;
 }
 
