@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  MemoryFolder, MemoryTarget, convert, createRegistry, defaultRegistry, inspect, memoryContext, safetensorsFormat, torchFormat, validate,
+  MemoryFolder, MemoryTarget, convert, createRegistry, defaultRegistry, inspect, memoryContext, openInput, safetensorsFormat, torchFormat, validate,
   type Format,
 } from '../src/index.ts';
 import { convertPath, inspectPath, pathContext } from '../src/node/index.ts';
@@ -42,6 +42,29 @@ describe('the pipeline over in-memory files (what a browser has)', () => {
     const fromPath = await inspectPath(TORCH);
     expect(fromMemory.tensors.map((t) => [t.name, t.dtype, t.shape])).toEqual(fromPath.tensors.map((t) => [t.name, t.dtype, t.shape]));
     expect(fromMemory.totals).toEqual(fromPath.totals);
+  });
+});
+
+describe('inspect names where the bytes are', () => {
+  it('a torch.save file is one file: each tensor at its absolute offsets in it, bytes as the reader yields them', async () => {
+    const file = new Uint8Array(await readFile(TORCH));
+    const r = await inspectPath(TORCH);
+    expect(r.files).toEqual([{ path: TORCH, bytes: file.byteLength }]);
+    const ctx = await pathContext(TORCH);
+    try {
+      const { checkpoint } = await openInput(ctx);
+      const byName = new Map(checkpoint.tensors.map((t) => [t.name, t]));
+      for (const t of r.tensors) {
+        expect(t.file).toBe(TORCH);
+        const [begin, end] = t.offsets!;
+        const parts: Uint8Array[] = [];
+        for await (const c of byName.get(t.name)!.chunks()) parts.push(c.slice());
+        expect(Buffer.from(file.subarray(begin, end)).equals(Buffer.concat(parts))).toBe(true);
+      }
+      await checkpoint.close();
+    } finally {
+      await ctx.close();
+    }
   });
 });
 

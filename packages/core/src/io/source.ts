@@ -88,6 +88,11 @@ export class SliceSource implements ByteSource {
   get name(): string {
     return this.label;
   }
+  /** The source this is ultimately a window of, and where the window starts in it. */
+  origin(): { source: ByteSource; offset: number } {
+    const up = this.parent instanceof SliceSource ? this.parent.origin() : { source: this.parent, offset: 0 };
+    return { source: up.source, offset: up.offset + this.start };
+  }
   get bytesRead(): number {
     return this.parent.bytesRead;
   }

@@ -150,8 +150,8 @@ export const DEFAULT_SAFETENSORS_METADATA: Readonly<Record<string, string>> = Ob
 
 /** What the conversion reads: the input and every file the context opened for it (the shards, an index). */
 function inputFiles(ctx: Context): string[] {
-  // Every byte a reader yields comes through the context, so the files it opened are the inputs; a
-  // tensor's range names its ZIP member ("model.pt:archive/data/0"), not a file to stat (100,000 of them for a large .pt).
+  // Every byte a reader yields comes through the context, so the files it opened are the inputs:
+  // nothing to stat per tensor (100,000 of them for a large .pt).
   return [...new Set<string>([ctx.name, ...ctx.opened()])];
 }
 

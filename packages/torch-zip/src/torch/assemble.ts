@@ -1,4 +1,4 @@
-import { TensorportError, type Checkpoint, type Finding, type TensorDescriptor } from '@tensorport/core';
+import { SliceSource, TensorportError, type Checkpoint, type Finding, type TensorDescriptor } from '@tensorport/core';
 import { isContainer, typeName, type PyValue, type StorageRef, type TensorRecord } from '../pickle/values.ts';
 import type { ObjectsReport } from './objects-report.ts';
 import { dtypeInfo } from './dtypes.ts';
@@ -182,7 +182,11 @@ class TorchTensor implements TensorDescriptor {
     this.dtype = layout.dtype;
     this.shape = layout.shape;
     this.byteLength = layout.byteLength;
-    if (layout.contiguous && !storage.stream && !(storage.bigEndian && layout.swapUnit > 1)) this.range = { source: storage.source, offset: layout.start };
+    if (layout.contiguous && !storage.stream && !(storage.bigEndian && layout.swapUnit > 1)) {
+      // where the bytes are in the input file, not in its storage's window: one file, absolute offsets
+      const at = storage.source instanceof SliceSource ? storage.source.origin() : { source: storage.source, offset: 0 };
+      this.range = { source: at.source, offset: at.offset + layout.start };
+    }
   }
 
   chunks(chunkSize?: number): AsyncIterable<Uint8Array> {
