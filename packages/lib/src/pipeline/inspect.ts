@@ -67,7 +67,8 @@ export async function inspect(ctx: Context, options: InspectOptions = {}): Promi
       return {
         name: t.name,
         dtype: ggml ? ggml.ggmlType.name : t.dtype,
-        shape: [...(ggml ? ggml.logicalShape : t.shape)],
+        // the reader's array, not a copy (the checkpoint is closed before the report is returned)
+        shape: (ggml ? ggml.logicalShape : t.shape) as number[],
         bytes: t.byteLength,
         offsets: range ? [range.offset, range.offset + t.byteLength] : null,
         file: range ? range.source.name : null,

@@ -26,7 +26,7 @@ export const DEFAULT_MAX_VIEW_BYTES = 1 << 30;
 export interface TensorLayout {
   readonly dtype: DType;
   /** safetensors shape (a packed float4 tensor counts values, torch counts bytes). */
-  readonly shape: number[];
+  readonly shape: readonly number[];
   readonly byteLength: number;
   readonly elemSize: number;
   /** Byte offset of the first element in the storage. */
@@ -56,10 +56,11 @@ export function planTensor(name: string, t: TensorRecord, storageBytes: number, 
   if (extentEnd > BigInt(storageBytes)) {
     throw new TensorportError('TorchStorageMismatch', `${JSON.stringify(name)} reaches byte ${extentEnd} of storage ${t.storage.key}, which holds ${storageBytes} bytes`, { tensor: name });
   }
-  const shape = [...t.shape];
+  // the record's own shape unless it must change (it is never written to)
+  let shape: readonly number[] = t.shape;
   if (info.packed) {
     if (shape.length === 0) throw new TensorportError('TorchUnsupportedTensor', `${JSON.stringify(name)}: a 0-dim packed float4 tensor has no safetensors shape`, { tensor: name });
-    shape[shape.length - 1]! *= 2;
+    shape = [...shape.slice(0, -1), shape[shape.length - 1]! * 2];
   }
   const bytes = byteLength(info.safetensors, shape, name);
   const contiguous = numel === 0n || isContiguous(t.shape, t.stride);

@@ -23,7 +23,12 @@ function count(v: PyValue, what: string, fail: Fail): number {
 function counts(v: PyValue, what: string, fail: Fail): number[] {
   if (typeof v !== 'object' || v === null || (v.kind !== 'tuple' && v.kind !== 'list')) fail(`${what} must be a tuple, got ${typeName(v)}`);
   const items = (v as PyTuple).items;
-  return items.map((x, i) => count(x, `${what}[${i}]`, fail));
+  for (let i = 0; i < items.length; i++) {
+    const x = items[i];
+    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) count(x!, `${what}[${i}]`, fail);
+  }
+  // A tuple's items never change: shared (100,000 tensors, two arrays each). A list's could (a later APPEND on it): copied.
+  return (v as PyTuple).kind === 'tuple' ? (items as number[]) : (items.slice() as number[]);
 }
 
 function bool(v: PyValue, what: string, fail: Fail): boolean {
