@@ -110,10 +110,12 @@ export function castTensors(tensors: readonly TensorDescriptor[], to: CastTarget
 async function* castChunks(desc: TensorDescriptor, convert: Converter, inBytes: number, outBytes: number, chunkSize: number): AsyncGenerator<Uint8Array> {
   const perChunk = Math.max(1, Math.floor(chunkSize / outBytes));
   const inChunk = perChunk * inBytes;
-  // Values split across source chunks are completed here; own buffer, so aligned. Sized to the
-  // tensor, not the chunk: 100,000 tiny tensors each allocating a chunk spent most of a convert in GC.
-  const staging = new Uint8Array(Math.min(inChunk, desc.byteLength));
+  // Values split across source chunks are completed here; own buffer, so aligned. Made only when
+  // needed and sized to the tensor, not the chunk: 100,000 tiny tensors each allocating a chunk
+  // spent most of a convert in GC, and one that arrives whole needs none.
+  let staging: Uint8Array | null = null;
   let filled = 0;
+  let done = 0;
   const run = (src: Uint8Array): Uint8Array => {
     const out = new Uint8Array((src.byteLength / inBytes) * outBytes);
     convert(src, out);
@@ -127,8 +129,15 @@ async function* castChunks(desc: TensorDescriptor, convert: Converter, inBytes: 
         yield run(chunk.subarray(pos, pos + inChunk));
         pos += inChunk;
       }
+      // the tensor's last values, whole in this chunk (a tiny tensor: all of it)
+      if (pos < chunk.byteLength && (chunk.byteLength - pos) % inBytes === 0 && done + chunk.byteLength === desc.byteLength) {
+        yield run(chunk.subarray(pos));
+        pos = chunk.byteLength;
+      }
     }
+    done += chunk.byteLength;
     while (pos < chunk.byteLength) {
+      staging ??= new Uint8Array(Math.min(inChunk, desc.byteLength));
       const take = Math.min(inChunk - filled, chunk.byteLength - pos);
       staging.set(chunk.subarray(pos, pos + take), filled);
       filled += take;
@@ -139,5 +148,5 @@ async function* castChunks(desc: TensorDescriptor, convert: Converter, inBytes: 
       }
     }
   }
-  if (filled > 0) yield run(staging.subarray(0, filled));
+  if (filled > 0) yield run(staging!.subarray(0, filled));
 }
