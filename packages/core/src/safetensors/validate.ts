@@ -1,5 +1,5 @@
 import { TensorportError, type ErrorCode, type Finding } from '../errors.ts';
-import { DTYPES, dtypeBits, isDType, type DType } from '../dtype.ts';
+import { DTYPES, dtypeBits, dtypeRank, isDType, type DType } from '../dtype.ts';
 import { describeKind, JsonCursor, U64_MAX, type NumberToken } from './json.ts';
 
 /**
@@ -201,7 +201,7 @@ function decodeDtype(c: JsonCursor, tensor: string): DType {
   if (kind === 'string') {
     const s = c.readString();
     if (!isDType(s)) throw unknownDtype(s, at, tensor);
-    return s;
+    return DTYPES[dtypeRank(s)]!; // the one constant string, not a copy per tensor
   }
   if (kind === 'object') {
     // serde's externally tagged enum form: {"F32": null}. Checked like serde: one key, a known
@@ -218,7 +218,7 @@ function decodeDtype(c: JsonCursor, tensor: string): DType {
     if (c.nextKey() !== null) throw structureError('invalid dtype: map, expected map with a single key', at, tensor);
     if (!isDType(variant)) throw unknownDtype(variant, at, tensor);
     if (!unit) throw structureError(`invalid dtype {"${variant}": …}: expected unit (null)`, at, tensor);
-    return variant;
+    return DTYPES[dtypeRank(variant)]!;
   }
   throw structureError(`invalid type for dtype: ${describeKind(kind)}, expected string or map`, at, tensor);
 }
@@ -242,7 +242,8 @@ function decodeShape(c: JsonCursor, tensor: string): Dims {
     if (exact) exact.push(BigInt(d));
     dims.push(Number(d));
   }
-  return { dims, exact };
+  // pushing from [] reserves 17 slots: a right-sized copy keeps 100,000 shapes at their size
+  return { dims: dims.slice(), exact };
 }
 
 function decodeOffsets(c: JsonCursor, tensor: string): [bigint, bigint] {
