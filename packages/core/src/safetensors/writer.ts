@@ -204,38 +204,51 @@ function headerBytes(
   offsets: ReadonlyArray<readonly [number, number]>,
   meta: ReadonlyArray<[string, string]> | null,
 ): Uint8Array {
-  // Encoded piece by piece into one buffer: a 100,000-tensor header is 10 MB, not 100,000 strings.
-  const enc = new TextEncoder();
-  let buf = new Uint8Array(8 + 64 * 1024);
-  let n = 8;
-  const put = (s: string): void => {
-    // UTF-8 takes at most 3 bytes per UTF-16 unit
-    if (n + s.length * 3 > buf.length) {
-      const grown = new Uint8Array(Math.max(buf.length * 2, n + s.length * 3));
-      grown.set(buf.subarray(0, n));
-      buf = grown;
+  // Made twice, piece by piece: once to size the buffer, once to encode into it. A 100,000-tensor
+  // header is then one 10 MB buffer, not 100,000 strings, their join and its encoding.
+  const pieces = function* (): Generator<string> {
+    yield '{';
+    if (meta !== null) yield '"__metadata__":{' + meta.map(([k, v]) => JSON.stringify(k) + ':' + JSON.stringify(v)).join(',') + '}';
+    let first = meta === null;
+    for (const i of order) {
+      const t = tensors[i]!;
+      const [begin, end] = offsets[i]!;
+      yield `${first ? '' : ','}${JSON.stringify(t.name)}:{"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"data_offsets":[${begin},${end}]}`;
+      first = false;
     }
-    n += enc.encodeInto(s, buf.subarray(n)).written;
-    if (n - 8 > MAX_HEADER_BYTES) throw headerTooLarge(n - 8);
+    yield '}';
   };
-  put('{');
-  if (meta !== null) put('"__metadata__":{' + meta.map(([k, v]) => JSON.stringify(k) + ':' + JSON.stringify(v)).join(',') + '}');
-  let first = meta === null;
-  for (const i of order) {
-    const t = tensors[i]!;
-    const [begin, end] = offsets[i]!;
-    put(`${first ? '' : ','}${JSON.stringify(t.name)}:{"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"data_offsets":[${begin},${end}]}`);
-    first = false;
+  let n = 0;
+  for (const p of pieces()) {
+    n += utf8Length(p);
+    if (n > MAX_HEADER_BYTES) throw headerTooLarge(n);
   }
-  put('}');
   // padded with spaces to a multiple of 8, as the reference pads
-  const padded = Math.ceil((n - 8) / 8) * 8;
+  const padded = Math.ceil(n / 8) * 8;
   if (padded > MAX_HEADER_BYTES) throw headerTooLarge(padded);
   const out = new Uint8Array(8 + padded);
   new DataView(out.buffer).setBigUint64(0, BigInt(padded), true);
-  out.set(buf.subarray(8, n), 8);
-  out.fill(0x20, n);
+  const enc = new TextEncoder();
+  let at = 8;
+  for (const p of pieces()) at += enc.encodeInto(p, out.subarray(at)).written;
+  out.fill(0x20, at);
   return out;
+}
+
+/** UTF-8 bytes of a string without lone surrogates (checkUnicode refused them). */
+function utf8Length(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) n += 1;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 2; // a pair: two units, four bytes
+      i++;
+    }
+    else n += 2;
+  }
+  return n;
 }
 
 function headerTooLarge(n: number): TensorportError {
