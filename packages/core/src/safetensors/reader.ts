@@ -44,16 +44,17 @@ export class SafetensorsFile implements Checkpoint {
   readonly metadata: Map<string, string> | null;
   /** In data order (sorted by offset). */
   readonly tensors: SafetensorsTensor[];
-  private readonly byName: Map<string, SafetensorsTensor>;
+  // made on the first lookup: a convert of 100,000 tensors never looks one up by name
+  private byName: Map<string, SafetensorsTensor> | null = null;
 
   constructor(readonly source: ByteSource, readonly header: SafetensorsHeader) {
     this.metadata = header.metadata;
     this.tensors = header.tensors.map((t) => new SafetensorsTensor(t, source, header.dataStart));
-    this.byName = new Map(this.tensors.map((t) => [t.name, t]));
   }
 
   /** The tensor called `name`; TensorNotFound otherwise. */
   tensor(name: string): SafetensorsTensor {
+    this.byName ??= new Map(this.tensors.map((t) => [t.name, t]));
     const t = this.byName.get(name);
     if (!t) throw new TensorportError('TensorNotFound', `tensor \`${name}\` not found in ${this.source.name}`, { tensor: name, path: this.source.name });
     return t;
