@@ -85,6 +85,9 @@ describe('the memo keeps only what some GET reads', () => {
     expect(memoReads(Uint8Array.from([0x80, 0x02, 0x58, 9, 0, 0, 0, 0x61]), 0)).toBeNull();
     expect(memoReads(Uint8Array.from([0x80, 0x02, 0x4e, 0x70, 0x31, 0x0a, 0x67, 0x20, 0x31, 0x0a, 0x2e]), 0)).toBeNull();
     expect([...memoReads(Uint8Array.from([0x80, 0x02, 0x4e, 0x71, 7, 0x68, 7, 0x6a, 9, 0, 0, 0, 0x67, 0x31, 0x32, 0x0a, 0x2e]), 0)!]).toEqual([7, 9, 12]);
+    // a GET line of 2 MB is given up on, not spread into a call
+    const long = new Uint8Array(2 << 20).fill(0x31);
+    expect(memoReads(Uint8Array.from([0x80, 0x02, 0x4e, 0x67, ...long, 0x0a, 0x2e]), 0)).toBeNull();
   });
 
   it('changes no outcome: the fixtures and the picklescan corpus', () => {

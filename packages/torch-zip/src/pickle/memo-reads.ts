@@ -59,6 +59,8 @@ export function memoReads(bytes: Uint8Array, start: number): Set<number> | null 
     if (code === BINGET) reads.add(bytes[pos]!);
     else if (code === LONG_BINGET) reads.add(view.getUint32(pos, true));
     else if (code === GET) {
+      // a key has at most 15 digits here; a longer line is not spread into arguments
+      if (next - 1 - pos > 15) return null;
       const text = String.fromCharCode(...bytes.subarray(pos, next - 1));
       if (!/^[0-9]{1,15}$/.test(text)) return null;
       reads.add(Number(text));
