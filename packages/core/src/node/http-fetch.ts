@@ -99,7 +99,9 @@ function bodyOf(res: IncomingMessage, signal: AbortSignal | undefined): Readable
       res.on('end', () => settle(() => controller.close()));
       // A reset or an abort mid-body errors the reader, as fetch's does.
       res.on('error', (e) => settle(() => controller.error(signal?.aborted ? signal.reason : fetchFailed(e))));
-      res.on('close', () => settle(() => controller.error(fetchFailed(new Error('the connection closed mid-body')))));
+      res.on('close', () => settle(() => controller.error(signal?.aborted ? signal.reason : fetchFailed(new Error('the connection closed mid-body')))));
+      // aborted between the headers and now: no 'abort' event is coming
+      if (signal?.aborted) onAbort();
     },
     pull() {
       res.resume();
