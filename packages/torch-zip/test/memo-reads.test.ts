@@ -5,6 +5,7 @@ import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runPickle, StorageTable, type RunOptions } from '../src/index.ts';
 import { memoReads } from '../src/pickle/memo-reads.ts';
+import { OPCODE_ARGS, OPCODE_NAMES } from '../src/pickle/opcodes.ts';
 import { FIXTURES, PICKLESCAN, readBytes, SAMPLES } from './helpers/paths.ts';
 
 /**
@@ -77,6 +78,10 @@ describe('the memo keeps only what some GET reads', () => {
     expect(reads.size).toBeGreaterThan(0);
     expect(reads.size * 5).toBeLessThan(puts);
     same(bytes);
+  });
+
+  it('steps over the arguments of every opcode the interpreter knows', () => {
+    expect(Object.keys(OPCODE_ARGS).sort()).toEqual(Object.keys(OPCODE_NAMES).sort());
   });
 
   it('gives up (keeps every PUT) on MEMOIZE, an unknown opcode, a cut argument or an unparsable GET', () => {

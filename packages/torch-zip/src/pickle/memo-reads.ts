@@ -1,3 +1,10 @@
+import { OPCODE_ARGS } from './opcodes.ts';
+
+const MEMOIZE = 0x94;
+const GET = 0x67;
+const BINGET = 0x68;
+const LONG_BINGET = 0x6a;
+
 /**
  * The memo keys a pickle ever reads (GET, BINGET, LONG_BINGET), from one walk over its opcodes
  * that decodes only argument lengths, or null when the walk cannot be sure (an unknown opcode,
@@ -9,23 +16,6 @@
  * only when its key is read somewhere. If this walk and the interpreter ever disagreed, a GET would
  * find nothing and the pickle would be refused: never a different value.
  */
-type Arg = 'none' | 'stop' | 1 | 2 | 4 | 8 | 'len1' | 'len4' | 'len8' | 'line' | 'lines2';
-
-const ARGS: Readonly<Record<number, Arg>> = {
-  0x28: 'none', 0x29: 'none', 0x2e: 'stop', 0x30: 'none', 0x31: 'none', 0x32: 'none',
-  0x42: 'len4', 0x43: 'len1', 0x46: 'line', 0x47: 8, 0x49: 'line', 0x4a: 4, 0x4b: 1, 0x4c: 'line', 0x4d: 2, 0x4e: 'none',
-  0x50: 'line', 0x51: 'none', 0x52: 'none', 0x53: 'line', 0x54: 'len4', 0x55: 'len1', 0x56: 'line', 0x58: 'len4',
-  0x5d: 'none', 0x61: 'none', 0x62: 'none', 0x63: 'lines2', 0x64: 'none', 0x65: 'none', 0x67: 'line', 0x68: 1,
-  0x69: 'lines2', 0x6a: 4, 0x6c: 'none', 0x6f: 'none', 0x70: 'line', 0x71: 1, 0x72: 4, 0x73: 'none', 0x74: 'none',
-  0x75: 'none', 0x7d: 'none', 0x80: 1, 0x81: 'none', 0x82: 1, 0x83: 2, 0x84: 4, 0x85: 'none', 0x86: 'none', 0x87: 'none',
-  0x88: 'none', 0x89: 'none', 0x8a: 'len1', 0x8b: 'len4', 0x8c: 'len1', 0x8d: 'len8', 0x8e: 'len8', 0x8f: 'none',
-  0x90: 'none', 0x91: 'none', 0x92: 'none', 0x93: 'none', 0x95: 8, 0x96: 'len8', 0x97: 'none', 0x98: 'none',
-};
-const MEMOIZE = 0x94;
-const GET = 0x67;
-const BINGET = 0x68;
-const LONG_BINGET = 0x6a;
-
 export function memoReads(bytes: Uint8Array, start: number): Set<number> | null {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const end = bytes.length;
@@ -38,7 +28,7 @@ export function memoReads(bytes: Uint8Array, start: number): Set<number> | null 
   while (pos < end) {
     const code = bytes[pos++]!;
     if (code === MEMOIZE) return null;
-    const arg = ARGS[code];
+    const arg = OPCODE_ARGS[code];
     if (arg === undefined) return null;
     let next: number;
     if (arg === 'stop') return reads;

@@ -23,6 +23,26 @@ export const OPCODE_NAMES: Readonly<Record<number, string>> = {
 };
 
 /**
+ * What follows each opcode, by byte (pickletools' argument descriptors, reduced to their lengths):
+ * nothing, a fixed number of bytes, a 1/4/8-byte little-endian length and that many bytes, one
+ * newline-terminated line or two. What a walk needs to step over arguments without running
+ * anything (memo-reads.ts); the interpreter decodes each argument itself. Same opcodes as
+ * OPCODE_NAMES (a test holds them equal).
+ */
+export type OpcodeArg = 'none' | 'stop' | 1 | 2 | 4 | 8 | 'len1' | 'len4' | 'len8' | 'line' | 'lines2';
+
+export const OPCODE_ARGS: Readonly<Record<number, OpcodeArg>> = {
+  0x28: 'none', 0x29: 'none', 0x2e: 'stop', 0x30: 'none', 0x31: 'none', 0x32: 'none',
+  0x42: 'len4', 0x43: 'len1', 0x46: 'line', 0x47: 8, 0x49: 'line', 0x4a: 4, 0x4b: 1, 0x4c: 'line', 0x4d: 2, 0x4e: 'none',
+  0x50: 'line', 0x51: 'none', 0x52: 'none', 0x53: 'line', 0x54: 'len4', 0x55: 'len1', 0x56: 'line', 0x58: 'len4',
+  0x5d: 'none', 0x61: 'none', 0x62: 'none', 0x63: 'lines2', 0x64: 'none', 0x65: 'none', 0x67: 'line', 0x68: 1,
+  0x69: 'lines2', 0x6a: 4, 0x6c: 'none', 0x6f: 'none', 0x70: 'line', 0x71: 1, 0x72: 4, 0x73: 'none', 0x74: 'none',
+  0x75: 'none', 0x7d: 'none', 0x80: 1, 0x81: 'none', 0x82: 1, 0x83: 2, 0x84: 4, 0x85: 'none', 0x86: 'none', 0x87: 'none',
+  0x88: 'none', 0x89: 'none', 0x8a: 'len1', 0x8b: 'len4', 0x8c: 'len1', 0x8d: 'len8', 0x8e: 'len8', 0x8f: 'none',
+  0x90: 'none', 0x91: 'none', 0x92: 'none', 0x93: 'none', 0x94: 'none', 0x95: 8, 0x96: 'len8', 0x97: 'none', 0x98: 'none',
+};
+
+/**
  * The opcodes torch's `weights_only` unpickler accepts (torch/_weights_only_unpickler.py, current
  * main). A file using others loads here but not with `torch.load(weights_only=True)`; our writer
  * emits only these, minus BINFLOAT, which torch 1.13 lacks.
