@@ -5,7 +5,7 @@ import { TensorportError } from '../errors.ts';
 import type { ByteSink } from '../io/sink.ts';
 import type { ByteSource } from '../io/source.ts';
 import { registerTempFile, unregisterTempFile } from './cleanup.ts';
-import { giveBack, isLent } from './buffer-pool.ts';
+import { giveBack, isLent, pageAligned } from './buffer-pool.ts';
 import { CommitGroup, type GroupMember } from './commit-group.ts';
 import { errnoCode, ioError } from './file-source.ts';
 import { ownedName } from './owner.ts';
@@ -80,8 +80,8 @@ export class FileSink implements ByteSink {
     readonly tempPath: string,
     private readonly opts: Required<Omit<FileSinkOptions, 'group'>> & { group?: CommitGroup },
   ) {
-    this.buf = new Uint8Array(opts.bufferSize);
-    this.spare = new Uint8Array(opts.bufferSize);
+    this.buf = pageAligned(opts.bufferSize);
+    this.spare = pageAligned(opts.bufferSize);
   }
 
   static async create(target: string, options: FileSinkOptions = {}): Promise<FileSink> {
