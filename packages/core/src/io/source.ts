@@ -12,7 +12,8 @@ export interface ByteSource {
   /**
    * `until` (optional) is where the sequential stream this read belongs to ends (readChunks passes
    * its range's end): a source that reads ahead reads no further, so a stream that stops at a
-   * member's or tensor's end does not cost the chunks after it. Sources without read-ahead ignore it.
+   * member's or tensor's end does not cost the chunks after it. A read without it is a one-off (a
+   * header, a pickle): nothing is read ahead of it. Sources without read-ahead ignore it.
    */
   read(offset: number, length: number, until?: number): Promise<Uint8Array>;
   close(): Promise<void>;
@@ -98,7 +99,7 @@ export class SliceSource implements ByteSource {
   }
   read(offset: number, length: number, until?: number): Promise<Uint8Array> {
     checkRange(this, offset, length);
-    return this.parent.read(this.start + offset, length, this.start + Math.min(until ?? this.size, this.size));
+    return this.parent.read(this.start + offset, length, until === undefined ? undefined : this.start + Math.min(until, this.size));
   }
   async close(): Promise<void> {}
 }

@@ -69,7 +69,7 @@ export class FileSource implements ByteSource {
     }
   }
 
-  async read(offset: number, length: number, until = this.size): Promise<Uint8Array> {
+  async read(offset: number, length: number, until?: number): Promise<Uint8Array> {
     checkRange(this, offset, length);
     if (this.closed) throw new TensorportError('IoError', `${this.name} is closed`, { path: this.name, offset });
     if (length > MAX_READ) {
@@ -92,7 +92,9 @@ export class FileSource implements ByteSource {
       data = this.readNow(offset, length);
       stream = [];
     }
-    if (length >= POOLED_MIN && this.readAhead > 0) {
+    // Only a read that names its stream's end reads ahead: a one-off read (a 12 MB data.pkl, a
+    // safetensors header) read up to twice its own size after itself, held until the file closed.
+    if (until !== undefined && length >= POOLED_MIN && this.readAhead > 0) {
       const stop = Math.min(until, this.size);
       let next = stream.length ? stream[stream.length - 1]!.offset + length : offset + length;
       while (stream.length < this.readAhead && next < stop) {
