@@ -144,6 +144,25 @@ describe('parseJson: properties', () => {
     );
   });
 
+  it('reads the same strings from the UTF-8 bytes as from the text (names decoded afresh, not sliced)', () => {
+    const enc = new TextEncoder();
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 30 })), { maxLength: 8 }), (pairs) => {
+        const text = `{${pairs.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`;
+        const read = (c: JsonCursor): string[] => {
+          const out: string[] = [];
+          c.enterObject();
+          for (let k = c.nextKey(); k !== null; k = c.nextKey()) out.push(k, c.readString());
+          return out;
+        };
+        const fromBytes = read(new JsonCursor(text, { utf8: enc.encode(text) }));
+        expect(fromBytes).toEqual(read(new JsonCursor(text)));
+        expect(fromBytes).toEqual(pairs.flat());
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('throws only TensorportError on arbitrary and mutated input', () => {
     const seeds = ['{"a":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]}}', '[1,2.5e3,-0,"\\u00e9",{"x":null}]'];
     fc.assert(

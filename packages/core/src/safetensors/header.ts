@@ -73,7 +73,7 @@ export function parseHeaderBytes(headerBytes: Uint8Array, fileSize: number | big
     const at = 8 + firstInvalidUtf8(bytes);
     throw new TensorportError('InvalidHeaderUtf8', `invalid UTF-8 in header at byte ${at}`, { offset: at, cause: e });
   }
-  const declared = decodeHeaderJson(text, 8);
+  const declared = decodeHeaderJson(text, 8, bytes);
   const sorted = checkLayout(declared.tensors, BigInt(n), size);
   if (size > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new TensorportError('ValidationOverflow', `file size ${size} is beyond 2^53 bytes, which tensorport does not address`, {});

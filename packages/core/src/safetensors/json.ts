@@ -51,7 +51,17 @@ export interface JsonOptions {
   maxDepth?: number;
   /** The ErrorCode thrown for syntax errors. */
   code?: ErrorCode;
+  /**
+   * The UTF-8 bytes the text was decoded from. A string read without escapes is then decoded
+   * from them afresh: V8 makes a slice of 13 characters or more a view that keeps the whole text
+   * alive, and a 100,000-tensor header's names would hold its 9.4 MB text for as long as they live.
+   */
+  utf8?: Uint8Array;
 }
+
+/** Below this length V8 copies a slice anyway (SlicedString::kMinLength). */
+const SLICE_MIN = 13;
+const utf8Decoder = new TextDecoder();
 
 /** serde_json decrements its depth budget of 128 before checking for zero: 127 levels pass. */
 export const SERDE_MAX_DEPTH = 127;
@@ -92,7 +102,10 @@ export class JsonCursor {
   /** Byte offset of the most recent key returned by `nextKey`. */
   lastKeyOffset = 0;
 
+  private readonly utf8: Uint8Array | undefined;
+
   constructor(private readonly s: string, options: JsonOptions = {}) {
+    this.utf8 = options.utf8;
     this.base = options.baseOffset ?? 0;
     this.maxDepth = options.maxDepth ?? SERDE_MAX_DEPTH;
     this.code = options.code ?? 'InvalidHeaderJson';
@@ -258,7 +271,8 @@ export class JsonCursor {
       }
       const c = s.charCodeAt(i);
       if (c === QUOTE) {
-        out += s.slice(run, i);
+        const whole = run === this.i + 1 && this.utf8 !== undefined && i - run >= SLICE_MIN;
+        out = whole ? utf8Decoder.decode(this.utf8!.subarray(this.b + 1, b)) : out + s.slice(run, i);
         this.i = i + 1;
         this.b = b + 1;
         return out;

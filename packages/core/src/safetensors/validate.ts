@@ -56,15 +56,15 @@ function structureError(message: string, offset: number, tensor?: string, code: 
 }
 
 /**
- * Decodes the header JSON (`text` is the decoded header; `baseOffset` the file offset of its first
- * byte). Throws InvalidHeaderJson, InvalidHeaderStructure, UnknownDtype or DuplicateTensorName.
+ * Decodes the header JSON (`text` is the decoded header, `utf8` the bytes it was decoded from;
+ * `baseOffset` the file offset of its first byte). Throws InvalidHeaderJson, InvalidHeaderStructure, UnknownDtype or DuplicateTensorName.
  *
  * Mirrors serde's order: syntax errors anywhere in the top-level object and `__metadata__` errors
  * surface as they are met; tensor entries are judged after the object is complete (serde buffers
  * them for the flattened map), in document order; trailing characters last.
  */
-export function decodeHeaderJson(text: string, baseOffset: number): DeclaredHeader {
-  const c = new JsonCursor(text, { baseOffset });
+export function decodeHeaderJson(text: string, baseOffset: number, utf8?: Uint8Array): DeclaredHeader {
+  const c = new JsonCursor(text, utf8 ? { baseOffset, utf8 } : { baseOffset });
   const warnings = new Warnings();
   if (c.skipWs() > 0) {
     warnings.add({ code: 'LeadingWhitespace', message: 'header starts with whitespace (accepted by the reference reader since 0.8; the README still says it must start with `{`)', offset: baseOffset });

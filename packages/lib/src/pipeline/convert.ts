@@ -82,58 +82,101 @@ export function writerFor(to: string, options: PipelineOptions = {}): AnyFormat 
  */
 export async function convert(options: ConvertOptions): Promise<ConvertReport> {
   const writer = writerFor(options.to ?? 'safetensors', options);
+  // The input is held in `held` alone (no local of this function names it), so letting go of it
+  // there lets it be collected.
+  const held: Held = { target: null, input: null };
+  const { warnings, from } = await openInto(held, options);
+  try {
+    const out = await writeFrom(held.input!, warnings, writer, options, held);
+    const target = held.target!;
+    const verified = options.verify === true;
+    // Without `verify` the input is not read again: its descriptors and parse (hundreds of MB for
+    // 100,000 torch tensors) go before the read-back, which needs only what was written.
+    if (!verified) await closeInput(held);
+    await checkOutput(writer, target, out.files, out.check);
+    await target.finish();
+    return { from, to: writer.name, files: out.files.map((f) => target.locate(f)), copied: out.copied, tensors: out.check.count, bytes: out.bytes, cast: out.cast, verified, warnings };
+  } catch (e) {
+    // The writer leaves nothing behind when it fails; this undoes what was committed before a later step failed.
+    await held.target?.fail();
+    throw e;
+  } finally {
+    await closeInput(held);
+  }
+}
+
+/** What convert holds between its steps: the target once made, the input until it is let go. */
+interface Held {
+  target: HeldTarget | null;
+  input: Checkpoint | null;
+}
+
+async function openInto(held: Held, options: ConvertOptions): Promise<{ warnings: Finding[]; from: string }> {
+  const { checkpoint, warnings } = await openInput(options.input, options);
+  held.input = checkpoint;
+  return { warnings, from: checkpoint.format };
+}
+
+async function closeInput(held: Held): Promise<void> {
+  const input = held.input;
+  held.input = null;
+  await input?.close();
+}
+
+/** The written files and what reading them back must give. */
+interface Written {
+  files: string[];
+  copied: string[];
+  bytes: number;
+  cast: number;
+  check: WrittenCheck;
+}
+
+/**
+ * The steps that use the input: transform, cast, write, side files. Its locals (the tensors, the
+ * transformed checkpoint) end with it, so that only `held.input` keeps the input alive after it.
+ */
+async function writeFrom(checkpoint: Checkpoint, warnings: Finding[], writer: AnyFormat, options: ConvertOptions, held: Held): Promise<Written> {
   const requested = castTarget(options.dtype);
   // A GGUF output's types are the transform's (norms stay F32), not a cast's.
   const dtype = writer.name === 'gguf' ? undefined : requested;
   const { input: ctx } = options;
-  const { checkpoint, warnings } = await openInput(ctx, options);
-  let target: HeldTarget | null = null;
-  try {
-    options.target.protect(inputFiles(ctx));
-    // A dtype asked of a quantized checkpoint (FP8 blocks) dequantizes it rather than casting around its codes.
-    const transform = options.transform ?? ggufBridge(checkpoint, writer.name, { ...options.gguf, ...(requested ? { dtype: requested } : {}) }) ?? (requested ? dequantizeHfQuantized(requested) : undefined);
-    const loaded: Transformed = transform ? await transform(checkpoint, ctx) : checkpoint;
-    warnings.push(...(transform ? (loaded.warnings ?? []) : []));
-    const own: Partial<Transformed> = transform ? loaded : {};
-    own.checkOutput?.(options.target, writer.name);
-    const tensors = dtype === undefined ? [...loaded.tensors] : castTensors(loaded.tensors, dtype);
-    const cast = dtype === undefined ? 0 : loaded.tensors.filter((t) => t.dtype !== dtype && isCastable(t.dtype)).length;
-    if (dtype !== undefined) warnings.push(...keptDtypes(loaded.tensors, dtype));
-    const layout = options.target.directory && writer.name === 'safetensors' ? own.layout : undefined;
-    const made = [...(layout?.files ?? []), ...(own.files ?? [])];
-    if (!options.target.directory && own.files?.length) {
-      warnings.push({ code: 'SideFilesSkipped', message: `${own.files.map((f) => f.name).join(', ')} not written: the output is one file; give a directory (ending with '/') to get them`, path: options.target.name });
-    }
-    const carried = options.target.directory && options.carry !== false ? await carriedFiles(ctx, warnings, new Set(made.map((f) => f.name))) : [];
-    const side = options.target.directory ? [...made, ...carried] : [];
-    target = new HeldTarget(options.target, side);
-    const common = { ...(options.onProgress ? { onProgress: options.onProgress } : {}) };
-    const result = layout
-      ? await layout.write(tensors, loaded.metadata, target, { ...options.write?.safetensors, ...common })
-      : await writer.write!(tensors, loaded.metadata, target, {
-          // transformers refuses (or crashes on) safetensors without `format` (issue 11 item 13)
-          ...(writer.name === 'safetensors' ? { defaultMetadata: DEFAULT_SAFETENSORS_METADATA } : {}),
-          ...((options.write?.[writer.name] as object | undefined) ?? {}),
-          ...(own.write ?? {}),
-          ...common,
-        });
-    const written = [...result.files];
-    warnings.push(...(result.warnings ?? []));
-    const sideNames = side.length > 0 ? await target.commitSide() : [];
-    written.push(...sideNames);
-    const verified = options.verify === true;
-    await checkWritten(writer, target, written, tensors, verified);
-    await target.finish();
-    const bytes = result.bytes + side.filter((f) => sideNames.includes(f.name)).reduce((n, f) => n + f.bytes.byteLength, 0);
-    const copied = carried.map((f) => f.name).filter((n) => sideNames.includes(n));
-    return { from: checkpoint.format, to: writer.name, files: written.map((f) => target!.locate(f)), copied, tensors: tensors.length, bytes, cast, verified, warnings };
-  } catch (e) {
-    // The writer leaves nothing behind when it fails; this undoes what was committed before a later step failed.
-    await target?.fail();
-    throw e;
-  } finally {
-    await checkpoint.close();
+  options.target.protect(inputFiles(ctx));
+  // A dtype asked of a quantized checkpoint (FP8 blocks) dequantizes it rather than casting around its codes.
+  const transform = options.transform ?? ggufBridge(checkpoint, writer.name, { ...options.gguf, ...(requested ? { dtype: requested } : {}) }) ?? (requested ? dequantizeHfQuantized(requested) : undefined);
+  const loaded: Transformed = transform ? await transform(checkpoint, ctx) : checkpoint;
+  warnings.push(...(transform ? (loaded.warnings ?? []) : []));
+  const own: Partial<Transformed> = transform ? loaded : {};
+  own.checkOutput?.(options.target, writer.name);
+  const tensors = dtype === undefined ? [...loaded.tensors] : castTensors(loaded.tensors, dtype);
+  const cast = dtype === undefined ? 0 : loaded.tensors.filter((t) => t.dtype !== dtype && isCastable(t.dtype)).length;
+  if (dtype !== undefined) warnings.push(...keptDtypes(loaded.tensors, dtype));
+  const layout = options.target.directory && writer.name === 'safetensors' ? own.layout : undefined;
+  const made = [...(layout?.files ?? []), ...(own.files ?? [])];
+  if (!options.target.directory && own.files?.length) {
+    warnings.push({ code: 'SideFilesSkipped', message: `${own.files.map((f) => f.name).join(', ')} not written: the output is one file; give a directory (ending with '/') to get them`, path: options.target.name });
   }
+  const carried = options.target.directory && options.carry !== false ? await carriedFiles(ctx, warnings, new Set(made.map((f) => f.name))) : [];
+  const side = options.target.directory ? [...made, ...carried] : [];
+  const target = new HeldTarget(options.target, side);
+  held.target = target;
+  const common = { ...(options.onProgress ? { onProgress: options.onProgress } : {}) };
+  const result = layout
+    ? await layout.write(tensors, loaded.metadata, target, { ...options.write?.safetensors, ...common })
+    : await writer.write!(tensors, loaded.metadata, target, {
+        // transformers refuses (or crashes on) safetensors without `format` (issue 11 item 13)
+        ...(writer.name === 'safetensors' ? { defaultMetadata: DEFAULT_SAFETENSORS_METADATA } : {}),
+        ...((options.write?.[writer.name] as object | undefined) ?? {}),
+        ...(own.write ?? {}),
+        ...common,
+      });
+  const files = [...result.files];
+  warnings.push(...(result.warnings ?? []));
+  const sideNames = side.length > 0 ? await target.commitSide() : [];
+  files.push(...sideNames);
+  const bytes = result.bytes + side.filter((f) => sideNames.includes(f.name)).reduce((n, f) => n + f.bytes.byteLength, 0);
+  const copied = carried.map((f) => f.name).filter((n) => sideNames.includes(n));
+  return { files, copied, bytes, cast, check: writtenCheck(writer, tensors, options.verify === true) };
 }
 
 /** Without a transform, GGUF on one side only: the package's mapping (fromGguf/toGguf), else nothing. */
@@ -165,15 +208,35 @@ function keptDtypes(tensors: readonly TensorDescriptor[], dtype: CastTarget): Fi
 }
 
 /**
+ * What reading the output back must give: each written tensor's dtype, byte length and shape by
+ * name, the reader options that read it as written, and (for `verify`) the tensors themselves.
+ * Without them it holds no descriptor, so nothing keeps the input alive.
+ */
+interface WrittenCheck {
+  count: number;
+  readBack: unknown;
+  expected: Map<string, { dtype: string; byteLength: number; shape: readonly number[] }>;
+  verify: readonly TensorDescriptor[] | null;
+}
+
+function writtenCheck(writer: AnyFormat, tensors: readonly TensorDescriptor[], verify: boolean): WrittenCheck {
+  const expected = new Map(tensors.map((t) => [t.name, { dtype: t.dtype, byteLength: t.byteLength, shape: t.shape }]));
+  return { count: tensors.length, readBack: writer.readBack?.(tensors), expected, verify: verify ? tensors : null };
+}
+
+/**
  * Re-reads what was written, through one context: the output must pass the format's validator,
  * opening it must give the tensor names, dtypes and shapes that were written, and with `verify`
  * its values must diff equal to what was written (the input, cast when asked).
  */
 export async function checkWritten(writer: AnyFormat, target: OutputTarget, files: readonly string[], tensors: readonly TensorDescriptor[], verify: boolean): Promise<void> {
-  const readBack = writer.readBack?.(tensors);
+  await checkOutput(writer, target, files, writtenCheck(writer, tensors, verify));
+}
+
+async function checkOutput(writer: AnyFormat, target: OutputTarget, files: readonly string[], check: WrittenCheck): Promise<void> {
   const ctx = await target.reopen(files);
   try {
-    const first = writer.validate ? (await writer.validate(ctx, readBack)).errors[0] : undefined;
+    const first = writer.validate ? (await writer.validate(ctx, check.readBack)).errors[0] : undefined;
     if (first) {
       throw new TensorportError(first.code as ErrorCode, `the written output failed validation: ${first.message}`, {
         path: first.path ?? ctx.name,
@@ -181,23 +244,26 @@ export async function checkWritten(writer: AnyFormat, target: OutputTarget, file
         ...(first.offset === undefined ? {} : { offset: Number(first.offset) }),
       });
     }
-    const back = await writer.open(ctx, readBack);
+    const back = await writer.open(ctx, check.readBack);
     try {
-      const expected = new Map(tensors.map((t) => [t.name, t]));
       const differs = (t: TensorDescriptor): boolean => {
-        const e = expected.get(t.name);
-        return !e || e.dtype !== t.dtype || e.byteLength !== t.byteLength || e.shape.join() !== t.shape.join();
+        const e = check.expected.get(t.name);
+        return !e || e.dtype !== t.dtype || e.byteLength !== t.byteLength || !sameShape(e.shape, t.shape);
       };
-      if (back.tensors.length !== tensors.length || back.tensors.some(differs)) {
-        throw new TensorportError('ShardMismatch', `reading ${ctx.name} back does not give the ${tensors.length} tensors that were written`, { path: ctx.name });
+      if (back.tensors.length !== check.count || back.tensors.some(differs)) {
+        throw new TensorportError('ShardMismatch', `reading ${ctx.name} back does not give the ${check.count} tensors that were written`, { path: ctx.name });
       }
-      if (verify) await verifyContent(back, ctx.name, tensors);
+      if (check.verify) await verifyContent(back, ctx.name, check.verify);
     } finally {
       await back.close();
     }
   } finally {
     await ctx.close();
   }
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
 /**
