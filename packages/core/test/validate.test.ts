@@ -104,6 +104,11 @@ describe('hostile inputs', () => {
     for (const [h, code] of cases) {
       expect((await validateSafetensors(new BytesSource(stBytes(h, 1)))).errors[0]!.code, h).toBe(code);
     }
+    // offsets beyond 2^53 sort and print exactly (2^60 + 1 has no double of its own)
+    const wide = `{"b":${entry('U8', [1], '1152921504606846977', '1152921504606846978')},"a":${entry('U8', [1], 0, 1)}}`;
+    const e = (await validateSafetensors(new BytesSource(stBytes(wide, 1)))).errors[0]!;
+    expect(e.code).toBe('InvalidOffset');
+    expect(e.message).toContain('`b`: data_offsets [1152921504606846977, 1152921504606846978] begins at 1152921504606846977, leaving a gap after 1');
   });
 
   it('overlaps and gaps', async () => {
@@ -156,14 +161,14 @@ describe('hostile inputs', () => {
 
 describe('checkLayout directly', () => {
   const t = (name: string, dtype: DeclaredTensor['dtype'], dims: number[], begin: number, end: number): DeclaredTensor => ({
-    name, dtype, dims, exact: null, begin: BigInt(begin), end: BigInt(end), entryOffset: 0,
+    name, dtype, shape: dims, begin, end, entryOffset: 0,
   });
   it('sorts by (begin, end) stably and returns the data end via the buffer check', () => {
     const sorted = checkLayout([t('b', 'U8', [2], 2, 4), t('z', 'U8', [0], 2, 2), t('a', 'U8', [2], 0, 2)], 10n, 8n + 10n + 4n);
     expect(sorted.map((x) => x.name)).toEqual(['a', 'z', 'b']);
   });
   it('multiplies left to right like try_fold(checked_mul)', () => {
-    const big = (dims: bigint[]): DeclaredTensor => ({ ...t('x', 'U8', [], 0, 0), dims: dims.map(Number), exact: dims });
+    const big = (dims: bigint[]): DeclaredTensor => ({ ...t('x', 'U8', [], 0, 0), shape: dims.map(Number), exactShape: dims });
     expect(() => checkLayout([big([0n, 2n ** 64n - 1n, 2n ** 64n - 1n])], 2n, 10n)).not.toThrow();
     expect(() => checkLayout([big([2n ** 32n, 2n ** 32n, 0n])], 2n, 10n)).toThrow(expect.objectContaining({ code: 'ValidationOverflow' }) as unknown as Error);
   });

@@ -78,11 +78,8 @@ export function parseHeaderBytes(headerBytes: Uint8Array, fileSize: number | big
   if (size > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new TensorportError('ValidationOverflow', `file size ${size} is beyond 2^53 bytes, which tensorport does not address`, {});
   }
-  const tensors = sorted.map((t): HeaderTensor => {
-    const h: HeaderTensor = { name: t.name, dtype: t.dtype, shape: t.dims, begin: Number(t.begin), end: Number(t.end), entryOffset: t.entryOffset };
-    if (t.exact) h.exactShape = t.exact;
-    return h;
-  });
+  // The declared entries themselves: the layout check leaves no offset beyond 2^53 (exactOffsets).
+  const tensors: HeaderTensor[] = sorted;
   return { headerLength: n, dataStart: 8 + n, fileSize: Number(size), metadata: declared.metadata, tensors, warnings: declared.warnings };
 }
 

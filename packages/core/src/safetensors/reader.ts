@@ -11,16 +11,23 @@ import { readHeader, type HeaderTensor, type SafetensorsHeader } from './header.
 
 /** A tensor of a safetensors file; its bytes are a plain range of the source. */
 export class SafetensorsTensor implements TensorDescriptor {
-  readonly name: string;
-  readonly dtype: DType;
-  readonly byteLength: number;
-  readonly range: { readonly source: ByteSource; readonly offset: number };
+  // Two fields, the rest read from the header entry: a file may hold 100,000 of these.
+  constructor(
+    readonly info: HeaderTensor,
+    private readonly data: DataSection,
+  ) {}
 
-  constructor(readonly info: HeaderTensor, source: ByteSource, dataStart: number) {
-    this.name = info.name;
-    this.dtype = info.dtype;
-    this.byteLength = info.end - info.begin;
-    this.range = { source, offset: dataStart + info.begin };
+  get name(): string {
+    return this.info.name;
+  }
+  get dtype(): DType {
+    return this.info.dtype;
+  }
+  get byteLength(): number {
+    return this.info.end - this.info.begin;
+  }
+  get range(): { readonly source: ByteSource; readonly offset: number } {
+    return { source: this.data.source, offset: this.data.start + this.info.begin };
   }
 
   /**
@@ -35,8 +42,14 @@ export class SafetensorsTensor implements TensorDescriptor {
   }
 
   chunks(chunkSize?: number): AsyncIterable<Uint8Array> {
-    return readChunks(this.range.source, this.range.offset, this.byteLength, chunkSize);
+    return readChunks(this.data.source, this.data.start + this.info.begin, this.byteLength, chunkSize);
   }
+}
+
+/** The file's data section, shared by its tensors. */
+interface DataSection {
+  readonly source: ByteSource;
+  readonly start: number;
 }
 
 export class SafetensorsFile implements Checkpoint {
@@ -49,7 +62,8 @@ export class SafetensorsFile implements Checkpoint {
 
   constructor(readonly source: ByteSource, readonly header: SafetensorsHeader) {
     this.metadata = header.metadata;
-    this.tensors = header.tensors.map((t) => new SafetensorsTensor(t, source, header.dataStart));
+    const data: DataSection = { source, start: header.dataStart };
+    this.tensors = header.tensors.map((t) => new SafetensorsTensor(t, data));
   }
 
   /** The tensor called `name`; TensorNotFound otherwise. */

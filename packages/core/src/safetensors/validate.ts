@@ -10,16 +10,22 @@ import { describeKind, JsonCursor, U64_MAX, type NumberToken } from './json.ts';
  * docs/formats/safetensors.md), with one deliberate difference: a repeated tensor name is refused.
  */
 
-/** A tensor entry as declared, before layout validation. Integers are exact. */
+/**
+ * A tensor entry as declared, before layout validation; after it (sorted) it is the header's
+ * HeaderTensor as it is, not a copy (a 100,000-tensor header made both). Integers are exact.
+ */
 export interface DeclaredTensor {
   name: string;
   dtype: DType;
   /** Dims as numbers (exact when ≤ 2^53). */
-  dims: number[];
+  shape: number[];
   /** All dims exactly, present only when some dim exceeds 2^53. */
-  exact: bigint[] | null;
-  begin: bigint;
-  end: bigint;
+  exactShape?: bigint[];
+  /** data_offsets as numbers (exact when ≤ 2^53). */
+  begin: number;
+  end: number;
+  /** Both data_offsets exactly, present only when one exceeds 2^53 (no such file exists: the layout check refuses them). */
+  exactOffsets?: readonly [bigint, bigint];
   /** File offset of the entry's key. */
   entryOffset: number;
 }
@@ -79,7 +85,7 @@ export function decodeHeaderJson(text: string, baseOffset: number, utf8?: Uint8A
   let metadata: Map<string, string> | null = null;
   let sawMetadata = false;
   const tensors: DeclaredTensor[] = [];
-  const seen = new Map<string, number>();
+  const seen = new Set<string>();
   let pending: TensorportError | null = null;
   const unknownFields = new Set<string>();
 
@@ -96,8 +102,9 @@ export function decodeHeaderJson(text: string, baseOffset: number, utf8?: Uint8A
       c.skipValue();
       continue;
     }
-    const first = seen.get(key);
-    if (first !== undefined) {
+    if (seen.has(key)) {
+      // Entries are decoded as they come until one fails (pending), so the first of the two is here.
+      const first = tensors.find((t) => t.name === key)!.entryOffset;
       pending = new TensorportError(
         'DuplicateTensorName',
         `tensor name \`${key}\` appears twice in the header (entries at bytes ${first} and ${keyOffset}); the reference keeps the last one silently, tensorport refuses`,
@@ -106,7 +113,7 @@ export function decodeHeaderJson(text: string, baseOffset: number, utf8?: Uint8A
       c.skipValue();
       continue;
     }
-    seen.set(key, keyOffset);
+    seen.add(key);
     try {
       tensors.push(decodeTensorEntry(c, key, keyOffset, warnings, unknownFields));
     } catch (e) {
@@ -152,7 +159,7 @@ function decodeTensorEntry(c: JsonCursor, name: string, entryOffset: number, war
   const at = c.offset;
   let dtype: DType | undefined;
   let shape: Dims | undefined;
-  let offsets: [bigint, bigint] | undefined;
+  let offsets: Offsets | undefined;
   if (kind === 'object') {
     c.enterObject();
     for (let key = c.nextKey(); key !== null; key = c.nextKey()) {
@@ -192,7 +199,10 @@ function decodeTensorEntry(c: JsonCursor, name: string, entryOffset: number, war
   } else {
     throw structureError(`invalid type: ${describeKind(kind)}, expected struct TensorInfo`, at, name);
   }
-  return { name, dtype, dims: shape.dims, exact: shape.exact, begin: offsets[0], end: offsets[1], entryOffset };
+  const t: DeclaredTensor = { name, dtype, shape: shape.dims, begin: Number(offsets[0]), end: Number(offsets[1]), entryOffset };
+  if (shape.exact) t.exactShape = shape.exact;
+  if (typeof offsets[0] === 'bigint' || typeof offsets[1] === 'bigint') t.exactOffsets = [BigInt(offsets[0]), BigInt(offsets[1])];
+  return t;
 }
 
 function decodeDtype(c: JsonCursor, tensor: string): DType {
@@ -230,11 +240,15 @@ function unknownDtype(name: string, offset: number, tensor: string): TensorportE
 
 interface Dims { dims: number[]; exact: bigint[] | null }
 
+/** Dims are pushed here, then copied at their size (pushing from [] reserves 17 slots per shape). */
+const scratchDims: number[] = [];
+
 function decodeShape(c: JsonCursor, tensor: string): Dims {
   const kind = c.peekKind();
   if (kind !== 'array') throw structureError(`invalid type for shape: ${describeKind(kind)}, expected a sequence`, c.offset, tensor);
   c.enterArray();
-  const dims: number[] = [];
+  const dims = scratchDims;
+  dims.length = 0;
   let exact: bigint[] | null = null;
   while (c.nextItem()) {
     const d = readUsize(c, tensor, 'shape');
@@ -242,19 +256,27 @@ function decodeShape(c: JsonCursor, tensor: string): Dims {
     if (exact) exact.push(BigInt(d));
     dims.push(Number(d));
   }
-  // pushing from [] reserves 17 slots: a right-sized copy keeps 100,000 shapes at their size
-  return { dims: dims.slice(), exact };
+  const out = dims.slice();
+  dims.length = 0;
+  return { dims: out, exact };
 }
 
-function decodeOffsets(c: JsonCursor, tensor: string): [bigint, bigint] {
+/** data_offsets as read: plain numbers when exact (≤ 2^53), else BigInt. */
+type Offsets = [number | bigint, number | bigint];
+
+function decodeOffsets(c: JsonCursor, tensor: string): Offsets {
   const kind = c.peekKind();
   const at = c.offset;
   if (kind !== 'array') throw structureError(`invalid type for data_offsets: ${describeKind(kind)}, expected a tuple of size 2`, at, tensor);
   c.enterArray();
-  const out: bigint[] = [];
-  while (out.length < 2 && c.nextItem()) out.push(BigInt(readUsize(c, tensor, 'data_offsets')));
-  if (out.length < 2 || c.nextItem()) throw structureError('invalid length, data_offsets must have exactly 2 elements', at, tensor);
-  return [out[0]!, out[1]!];
+  const need = () => {
+    if (!c.nextItem()) throw structureError('invalid length, data_offsets must have exactly 2 elements', at, tensor);
+    const v = readUsize(c, tensor, 'data_offsets');
+    return typeof v === 'bigint' && v <= MAX_SAFE ? Number(v) : v;
+  };
+  const out: Offsets = [need(), need()];
+  if (c.nextItem()) throw structureError('invalid length, data_offsets must have exactly 2 elements', at, tensor);
+  return out;
 }
 
 function readUsize(c: JsonCursor, tensor: string, field: string): number | bigint {
@@ -273,11 +295,6 @@ function readUsize(c: JsonCursor, tensor: string, field: string): number | bigin
 // ---------------------------------------------------------------------------------------------
 // Layout: `Metadata::validate` plus the final buffer-length check of `read_metadata`.
 
-export interface LaidOutTensor extends DeclaredTensor {
-  /** The exact byte length, end − begin. */
-  byteLength: bigint;
-}
-
 /**
  * Sorts by (begin, end) and checks, for each tensor in that order (all in exact integers):
  * begins where the previous ended (the first at 0) and end ≥ begin → else InvalidOffset;
@@ -286,15 +303,16 @@ export interface LaidOutTensor extends DeclaredTensor {
  * exactly at the end of the file: last end + 8 + N = file size → else MetadataIncompleteBuffer.
  */
 export function checkLayout(tensors: readonly DeclaredTensor[], headerLength: bigint, fileSize: bigint): DeclaredTensor[] {
-  const sorted = tensors.slice().sort((a, b) => (a.begin < b.begin ? -1 : a.begin > b.begin ? 1 : a.end < b.end ? -1 : a.end > b.end ? 1 : 0));
+  const sorted = tensors.slice().sort(byOffsets);
   let start = 0n;
   for (const t of sorted) {
     const at = { offset: t.entryOffset, tensor: t.name };
-    if (t.begin !== start || t.end < t.begin) {
-      const why = t.end < t.begin ? `ends (${t.end}) before it begins (${t.begin})` : t.begin > start ? `begins at ${t.begin}, leaving a gap after ${start} (every data byte must belong to a tensor)` : `begins at ${t.begin}, overlapping data that ends at ${start}`;
-      throw new TensorportError('InvalidOffset', `invalid offset for tensor \`${t.name}\`: data_offsets [${t.begin}, ${t.end}] ${why}`, at);
+    const [begin, end] = t.exactOffsets ?? [BigInt(t.begin), BigInt(t.end)];
+    if (begin !== start || end < begin) {
+      const why = end < begin ? `ends (${end}) before it begins (${begin})` : begin > start ? `begins at ${begin}, leaving a gap after ${start} (every data byte must belong to a tensor)` : `begins at ${begin}, overlapping data that ends at ${start}`;
+      throw new TensorportError('InvalidOffset', `invalid offset for tensor \`${t.name}\`: data_offsets [${begin}, ${end}] ${why}`, at);
     }
-    start = t.end;
+    start = end;
     const elements = elementCountChecked(t);
     const bits = elements === null ? null : elements * BigInt(dtypeBits(t.dtype));
     if (bits === null || bits > U64_MAX) {
@@ -303,8 +321,8 @@ export function checkLayout(tensors: readonly DeclaredTensor[], headerLength: bi
     if (bits % 8n !== 0n) {
       throw new TensorportError('MisalignedSlice', `tensor \`${t.name}\`: ${t.dtype} shape [${shapeText(t)}] has ${elements} elements = ${bits} bits, not a whole number of bytes`, at);
     }
-    if (t.end - t.begin !== bits / 8n) {
-      throw new TensorportError('TensorInvalidInfo', `tensor \`${t.name}\`: ${t.dtype} shape [${shapeText(t)}] needs ${bits / 8n} bytes but data_offsets [${t.begin}, ${t.end}] span ${t.end - t.begin}`, at);
+    if (end - begin !== bits / 8n) {
+      throw new TensorportError('TensorInvalidInfo', `tensor \`${t.name}\`: ${t.dtype} shape [${shapeText(t)}] needs ${bits / 8n} bytes but data_offsets [${begin}, ${end}] span ${end - begin}`, at);
     }
   }
   const expected = start + 8n + headerLength;
@@ -315,11 +333,19 @@ export function checkLayout(tensors: readonly DeclaredTensor[], headerLength: bi
   return sorted;
 }
 
+/** Ascending (begin, end), exactly: numbers unless an offset is beyond 2^53. */
+function byOffsets(a: DeclaredTensor, b: DeclaredTensor): number {
+  if (a.exactOffsets === undefined && b.exactOffsets === undefined) return a.begin - b.begin || a.end - b.end;
+  const [ab, ae] = a.exactOffsets ?? [BigInt(a.begin), BigInt(a.end)];
+  const [bb, be] = b.exactOffsets ?? [BigInt(b.begin), BigInt(b.end)];
+  return ab < bb ? -1 : ab > bb ? 1 : ae < be ? -1 : ae > be ? 1 : 0;
+}
+
 /** Π dims like `try_fold(1, checked_mul)` on u64: null as soon as a partial product overflows. */
 function elementCountChecked(t: DeclaredTensor): bigint | null {
   let small = 1;
   let big: bigint | null = null;
-  const dims = t.exact ?? t.dims;
+  const dims = t.exactShape ?? t.shape;
   for (const d of dims) {
     if (big === null && typeof d === 'number' && small * d <= Number.MAX_SAFE_INTEGER) {
       small *= d;
@@ -332,7 +358,7 @@ function elementCountChecked(t: DeclaredTensor): bigint | null {
 }
 
 function shapeText(t: DeclaredTensor): string {
-  const dims = t.exact ?? t.dims;
+  const dims = t.exactShape ?? t.shape;
   const s = dims.slice(0, 8).join(', ');
   return dims.length > 8 ? `${s}, … (${dims.length} dims)` : s;
 }

@@ -29,35 +29,65 @@ export interface CentralEntry {
 }
 
 /**
- * A directory entry as parsed, and later (reader.ts) the archive's member: one object per member,
- * its name bytes a view made on demand of the directory buffer (100,000 members in a large .pt).
+ * A directory entry as parsed, and later (reader.ts) the archive's member: one object per member
+ * (100,000 in a large .pt), so it keeps only where its record is in the directory buffer and
+ * reads its fields from there on demand. A CRC-32 or an offset stored in a field of its own would
+ * be a boxed double per entry in V8 (beyond 2^30); entries were 160 bytes each that way, 40 now.
  */
 export class DirectoryEntry implements CentralEntry {
   /** Where the member's bytes start; set once its local header is checked (reader.ts), -1 before. */
   dataOffset = -1;
 
   constructor(
-    private readonly directory: Uint8Array,
-    private readonly nameAt: number,
-    private readonly nameLength: number,
+    private readonly directory: Directory,
+    /** Where this entry's record starts in the directory buffer. */
+    private readonly at: number,
     readonly index: number,
     readonly name: string,
-    readonly flags: number,
-    readonly method: number,
-    readonly crc32: number,
-    readonly compressedSize: number,
-    readonly uncompressedSize: number,
-    readonly localHeaderOffset: number,
-    readonly centralOffset: number,
+    /** The values its ZIP64 extra field holds, when its record saturates any. */
+    private readonly wide: Zip64Values | null,
   ) {}
 
   get nameBytes(): Uint8Array {
-    return this.directory.subarray(this.nameAt, this.nameAt + this.nameLength);
+    return this.directory.bytes.subarray(this.at + CENTRAL_SIZE, this.at + CENTRAL_SIZE + u16(this.directory.bytes, this.at + 28));
   }
-
+  get flags(): number {
+    return u16(this.directory.bytes, this.at + 8);
+  }
+  get method(): number {
+    return u16(this.directory.bytes, this.at + 10);
+  }
+  get crc32(): number {
+    return u32(this.directory.bytes, this.at + 16);
+  }
+  get compressedSize(): number {
+    return this.wide?.compressedSize ?? u32(this.directory.bytes, this.at + 20);
+  }
+  get uncompressedSize(): number {
+    return this.wide?.uncompressedSize ?? u32(this.directory.bytes, this.at + 24);
+  }
+  get localHeaderOffset(): number {
+    return this.wide?.localHeaderOffset ?? u32(this.directory.bytes, this.at + 42);
+  }
+  get centralOffset(): number {
+    return this.directory.base + this.at;
+  }
   get stored(): boolean {
     return this.method === METHOD_STORED;
   }
+}
+
+/** The central directory's bytes and where they start in the archive: one per archive, shared by its entries. */
+interface Directory {
+  readonly bytes: Uint8Array;
+  readonly base: number;
+}
+
+/** An entry's sizes and offset resolved through its ZIP64 extra field (each as read, or from the extra). */
+interface Zip64Values {
+  readonly uncompressedSize: number;
+  readonly compressedSize: number;
+  readonly localHeaderOffset: number;
 }
 
 /**
@@ -68,6 +98,7 @@ export class DirectoryEntry implements CentralEntry {
  */
 export function parseCentralDirectory(bytes: Uint8Array, base: number, count: number): DirectoryEntry[] {
   const entries: DirectoryEntry[] = [];
+  const directory: Directory = { bytes, base };
   let p = 0;
   for (let index = 0; index < count; index++) {
     const at = base + p;
@@ -107,7 +138,8 @@ export function parseCentralDirectory(bytes: Uint8Array, base: number, count: nu
     if (method === METHOD_STORED && compressedSize !== uncompressedSize) {
       throw new TensorportError('ZipSizeMismatch', `stored member ${JSON.stringify(name)} has compressed size ${compressedSize} but uncompressed size ${uncompressedSize}`, { offset: at, tensor: name });
     }
-    entries.push(new DirectoryEntry(bytes, p + CENTRAL_SIZE, nameLen, index, name, flags, method, u32(bytes, p + 16), compressedSize, uncompressedSize, localHeaderOffset, at));
+    const wide = z.used ? { uncompressedSize, compressedSize, localHeaderOffset } : null;
+    entries.push(new DirectoryEntry(directory, p, index, name, wide));
     p = end;
   }
   if (p !== bytes.byteLength) {
@@ -122,11 +154,14 @@ function zip64Fields(extra: Uint8Array, at: number, name: string) {
   const missing = (what: string) =>
     new TensorportError('ZipInvalidZip64', `member ${JSON.stringify(name)} has its ${what} saturated (0xFFFFFFFF) but no ZIP64 extra field holds it`, { offset: at, tensor: name });
   return {
+    /** True once a value came from the extra field. */
+    used: false,
     next(v32: number, what: string): number {
       if (v32 !== 0xffffffff) return v32;
       if (!body || p + 8 > body.byteLength) throw missing(what);
       const v = u64(body, p, 'ZipInvalidZip64', `${name}: ZIP64 ${what}`, at);
       p += 8;
+      this.used = true;
       return v;
     },
     nextDisk(): number {
