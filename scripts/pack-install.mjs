@@ -271,6 +271,9 @@ export async function packInstall({ build = false, keep = false, log = () => {} 
     // Plain npm, in an empty directory outside the workspace; third-party dependencies come from the registry.
     const app = join(work, 'app');
     await mkdir(app);
+    // Its own package.json: without one npm installs into the nearest parent holding node_modules
+    // or a package.json (a stray /tmp/package.json made every package "missing" here once).
+    await writeFile(join(app, 'package.json'), '{ "private": true }\n');
     // Outside the workspace, or node would find the workspace's node_modules from there.
     check('install', 'the install directory is outside the workspace', relative(ROOT, app).startsWith('..'), app);
     log(`npm install ${packedByName.size} tarballs in ${app}`);

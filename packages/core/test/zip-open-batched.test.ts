@@ -93,7 +93,8 @@ describe('HeaderWindow', () => {
         fc.integer({ min: 1, max: bytes.byteLength }),
         async (plan, requests, limit) => {
           const src = new CountingSource(bytes);
-          const w = new HeaderWindow(src, plan.sort((a, b) => a.at - b.at), limit);
+          plan.sort((a, b) => a.at - b.at);
+          const w = new HeaderWindow(src, { at: Float64Array.from(plan, (p) => p.at), estimate: Float64Array.from(plan, (p) => p.estimate) }, limit);
           for (const r of requests) {
             const len = Math.min(r.len, limit - Math.min(r.at, limit));
             const at = Math.min(r.at, limit - len);

@@ -299,7 +299,7 @@ async function legacyStorages(source: ByteSource, start: number, table: StorageT
 
 async function scanZip(source: ByteSource, report: Report, opts: CheckpointScanOptions): Promise<void> {
   const zip = opts.archive ?? (await openZip(source, opts.zipCodec ? { codec: opts.zipCodec } : {}));
-  const layout = torchLayout(zip.entries);
+  const layout = torchLayout(zip);
   const name = opts.path ?? source.name;
   for (const f of layout.findings) report.finding({ ...f, path: f.path ?? name });
   const dataPkl = opts.capture && layout.torch ? layout.get('data.pkl') : undefined;

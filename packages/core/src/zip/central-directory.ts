@@ -49,7 +49,10 @@ export class DirectoryEntry implements CentralEntry {
   ) {}
 
   get nameBytes(): Uint8Array {
-    return this.directory.bytes.subarray(this.at + CENTRAL_SIZE, this.at + CENTRAL_SIZE + u16(this.directory.bytes, this.at + 28));
+    return this.directory.bytes.subarray(this.at + CENTRAL_SIZE, this.at + CENTRAL_SIZE + this.nameLength);
+  }
+  get nameLength(): number {
+    return u16(this.directory.bytes, this.at + 28);
   }
   get flags(): number {
     return u16(this.directory.bytes, this.at + 8);

@@ -1,10 +1,13 @@
 import type { ByteSource } from '../io/source.ts';
 
-/** Where a local header is expected, from the central directory, and how long it probably is. */
+/**
+ * Where each local header is expected, from the central directory (ascending), and how long it
+ * probably is: 30 bytes + the directory's name length + room for a typical local extra (ZIP64,
+ * torch's padding). Two arrays, not an object per member (100,000 in a large .pt).
+ */
 export interface HeaderPlan {
-  readonly at: number;
-  /** 30 bytes + the directory's name length + room for a typical local extra (ZIP64, torch's padding). */
-  readonly estimate: number;
+  readonly at: Float64Array;
+  readonly estimate: Float64Array;
 }
 
 /**
@@ -34,7 +37,7 @@ export class HeaderWindow {
 
   constructor(
     private readonly source: ByteSource,
-    private readonly plan: readonly HeaderPlan[],
+    private readonly plan: HeaderPlan,
     private readonly limit: number,
   ) {}
 
@@ -49,13 +52,12 @@ export class HeaderWindow {
 
   /** How far a window starting at `from` goes: at least to `need`, then over nearby planned headers. */
   private reach(from: number, need: number): number {
-    const plan = this.plan;
-    while (this.cursor < plan.length && plan[this.cursor]!.at < from) this.cursor++;
+    const { at, estimate } = this.plan;
+    while (this.cursor < at.length && at[this.cursor]! < from) this.cursor++;
     let end = need;
-    for (let j = this.cursor; j < plan.length; j++) {
-      const p = plan[j]!;
-      const e = Math.min(this.limit, p.at + p.estimate);
-      if (p.at - end > MAX_GAP || e - from > MAX_WINDOW) break;
+    for (let j = this.cursor; j < at.length; j++) {
+      const e = Math.min(this.limit, at[j]! + estimate[j]!);
+      if (at[j]! - end > MAX_GAP || e - from > MAX_WINDOW) break;
       if (e > end) end = e;
     }
     return end;

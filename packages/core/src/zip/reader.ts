@@ -166,9 +166,11 @@ export function openZip(source: ByteSource, options?: ZipReadOptions): Promise<Z
  */
 async function checkMembers(source: ByteSource, central: DirectoryEntry[], limit: number): Promise<ZipEntry[]> {
   const order = fileOrder(central);
-  const plan = order.map((i) => {
+  const plan = { at: new Float64Array(order.length), estimate: new Float64Array(order.length) };
+  order.forEach((i, k) => {
     const e = central[i]!;
-    return { at: e.localHeaderOffset, estimate: 30 + e.nameBytes.byteLength + EXTRA_GUESS };
+    plan.at[k] = e.localHeaderOffset;
+    plan.estimate[k] = 30 + e.nameLength + EXTRA_GUESS;
   });
   const window = new HeaderWindow(source, plan, limit);
   const read = (offset: number, length: number) => window.read(offset, length);

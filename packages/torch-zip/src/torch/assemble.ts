@@ -88,7 +88,7 @@ export function assemble(
   // viewed twice can hold tied names, so most (one tensor each) never build an identity string.
   const storages = new Map<string, StorageUse>();
   const views: ViewGroup[] = [];
-  const plans: Array<{ layout: TensorLayout; storage: StorageBytes } | undefined> = [];
+  const planned: Array<TorchTensor | undefined> = [];
   found.tensors.forEach(({ name, tensor }, at) => {
     const storage = resolve(tensor.storage, name);
     const use = storages.get(tensor.storage.key);
@@ -98,10 +98,10 @@ export function assemble(
     if (opts.skipUnsupported && dtypeInfo(tensor.dtype).safetensors === null) {
       if (use === undefined) storages.set(tensor.storage.key, { dtype: tensor.dtype, first: -1, groups: null });
       warnings.push({ code: 'TorchTensorSkipped', message: `${name} is torch.${tensor.dtype}, which safetensors has no dtype for; skipped`, tensor: name });
-      plans.push(undefined);
+      planned.push(undefined);
       return;
     }
-    plans.push({ layout: planTensor(name, tensor, storage.source.size, opts.maxViewBytes), storage });
+    planned.push(new TorchTensor(name, planTensor(name, tensor, storage.source.size, opts.maxViewBytes), storage));
     if (use === undefined) storages.set(tensor.storage.key, { dtype: tensor.dtype, first: at, groups: null });
     else addView(use, at, found.tensors, views);
   });
@@ -120,10 +120,7 @@ export function assemble(
     }
   }
   const tensors: TensorDescriptor[] = [];
-  found.tensors.forEach(({ name }, i) => {
-    const p = plans[i];
-    if (p && !(name in aliases)) tensors.push(descriptor(name, p));
-  });
+  for (const t of planned) if (t && !(t.name in aliases)) tensors.push(t);
   const metadata = new Map<string, string>([['format', 'pt']]);
   // as convert.py: an alias never overwrites an entry already there (a tensor named `format`)
   for (const [removed, kept] of Object.entries(aliases)) if (!metadata.has(removed)) metadata.set(removed, kept);
@@ -167,26 +164,33 @@ function viewIdentity(t: TensorRecord): string {
   return `${t.storage.key}|${t.storage.view?.offset ?? ''}|${t.dtype}|${t.offset}|${t.shape.join(',')}|${t.stride.join(',')}`;
 }
 
-/** A planned tensor: a class, not a closure per tensor (a checkpoint may hold 100,000). */
+/**
+ * A planned tensor: a class, not a closure per tensor (a checkpoint may hold 100,000), whose
+ * fields are its name, layout and storage; the rest is read from them when asked.
+ */
 class TorchTensor implements TensorDescriptor {
-  readonly dtype: TensorDescriptor['dtype'];
-  readonly shape: readonly number[];
-  readonly byteLength: number;
-  declare readonly range?: { readonly source: StorageBytes['source']; readonly offset: number };
-
   constructor(
     readonly name: string,
     private readonly layout: TensorLayout,
     private readonly storage: StorageBytes,
-  ) {
-    this.dtype = layout.dtype;
-    this.shape = layout.shape;
-    this.byteLength = layout.byteLength;
-    if (layout.contiguous && !storage.stream && !(storage.bigEndian && layout.swapUnit > 1)) {
-      // where the bytes are in the input file, not in its storage's window: one file, absolute offsets
-      const at = storage.source instanceof SliceSource ? storage.source.origin() : { source: storage.source, offset: 0 };
-      this.range = { source: at.source, offset: at.offset + layout.start };
-    }
+  ) {}
+
+  get dtype(): TensorDescriptor['dtype'] {
+    return this.layout.dtype;
+  }
+  get shape(): readonly number[] {
+    return this.layout.shape;
+  }
+  get byteLength(): number {
+    return this.layout.byteLength;
+  }
+
+  /** Where the bytes are in the input file, not in its storage's window (one file, absolute offsets); only for bytes read as they lie. */
+  get range(): { readonly source: StorageBytes['source']; readonly offset: number } | undefined {
+    const { layout, storage } = this;
+    if (!layout.contiguous || storage.stream || (storage.bigEndian && layout.swapUnit > 1)) return undefined;
+    const at = storage.source instanceof SliceSource ? storage.source.origin() : { source: storage.source, offset: 0 };
+    return { source: at.source, offset: at.offset + layout.start };
   }
 
   chunks(chunkSize?: number): AsyncIterable<Uint8Array> {
@@ -194,6 +198,3 @@ class TorchTensor implements TensorDescriptor {
   }
 }
 
-function descriptor(name: string, p: { layout: TensorLayout; storage: StorageBytes }): TensorDescriptor {
-  return new TorchTensor(name, p.layout, p.storage);
-}

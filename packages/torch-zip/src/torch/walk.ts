@@ -55,46 +55,65 @@ export function findTensors(root: PyValue, maxNesting = DEFAULT_LIMITS.maxNestin
   let droppedUnlisted = 0;
   const seen = new Set<object>();
   const names = new Set<string>();
-  const todo: Array<{ v: PyValue; name: string; depth: number }> = [{ v: root, name: '', depth: 0 }];
+  // The containers being walked, each with its place: depth first, children in order, and no
+  // object per child (a state dict's 100,000 entries would each have had one, all alive at once).
+  const stack: Frame[] = [];
   const join = (base: string, seg: string): string => (base === '' ? seg : `${base}.${seg}`);
-  while (todo.length > 0) {
-    const { v, name, depth } = todo.pop()!;
+  const drop = (name: string, type: string): void => {
+    if (dropped.length < MAX_DROPPED_LISTED) dropped.push({ name, type });
+    else droppedUnlisted++;
+  };
+  const visit = (v: PyValue, name: string, depth: number): void => {
     if (depth > maxNesting) throw new TensorportError('PickleLimitExceeded', `nesting deeper than ${maxNesting} at ${JSON.stringify(name.slice(0, 200))}`, { tensor: name });
     if (typeof v === 'object' && v !== null && v.kind === 'tensor') {
       const tensorName = name === '' ? 'tensor' : name;
       if (names.has(tensorName)) throw new TensorportError('DuplicateTensorName', `two tensors are named ${JSON.stringify(tensorName)}`, { tensor: tensorName });
       names.add(tensorName);
       tensors.push({ name: tensorName, tensor: v });
-      continue;
+      return;
     }
     if (typeof v === 'object' && v !== null && v.kind === 'unsupported') {
       if (skipUnsupported) {
         skipped.push({ name, what: v.what });
-        continue;
+        return;
       }
       throw new TensorportError('TorchUnsupportedTensor', `${JSON.stringify(name)} is a ${v.what}, which safetensors cannot hold`, { tensor: name });
     }
     if (isContainer(v) && (v.kind === 'dict' || v.kind === 'list' || v.kind === 'tuple')) {
-      if (seen.has(v)) continue;
+      if (seen.has(v)) return;
       seen.add(v);
-      const children: Array<{ v: PyValue; name: string; depth: number }> = [];
-      if (v.kind === 'dict') {
-        for (const [k, child] of v.items) {
-          if (typeof k === 'string' || typeof k === 'number' || typeof k === 'bigint') children.push({ v: child, name: join(name, String(k)), depth: depth + 1 });
-          else drop(join(name, `<${typeName(k)} key>`), typeName(child));
-        }
-      } else {
-        v.items.forEach((child, i) => children.push({ v: child, name: join(name, String(i)), depth: depth + 1 }));
-      }
-      for (let i = children.length - 1; i >= 0; i--) todo.push(children[i]!);
-      continue;
+      stack.push(v.kind === 'dict' ? { name, depth, entries: v.items.entries(), items: null, next: 0 } : { name, depth, entries: null, items: v.items, next: 0 });
+      return;
     }
     drop(name, typeName(v));
+  };
+  visit(root, '', 0);
+  while (stack.length > 0) {
+    const f = stack[stack.length - 1]!;
+    if (f.entries) {
+      const step = f.entries.next();
+      if (step.done) {
+        stack.pop();
+        continue;
+      }
+      const [k, child] = step.value;
+      if (typeof k === 'string' || typeof k === 'number' || typeof k === 'bigint') visit(child, join(f.name, String(k)), f.depth + 1);
+      else drop(join(f.name, `<${typeName(k)} key>`), typeName(child));
+    } else if (f.next < f.items!.length) {
+      const i = f.next++;
+      visit(f.items![i]!, join(f.name, String(i)), f.depth + 1);
+    } else {
+      stack.pop();
+    }
   }
   return { tensors, dropped, droppedUnlisted, skipped };
+}
 
-  function drop(name: string, type: string): void {
-    if (dropped.length < MAX_DROPPED_LISTED) dropped.push({ name, type });
-    else droppedUnlisted++;
-  }
+/** A container being walked: a dict through its entries, a list or tuple by index. */
+interface Frame {
+  readonly name: string;
+  readonly depth: number;
+  readonly entries: Iterator<[PyValue, PyValue]> | null;
+  readonly items: readonly PyValue[] | null;
+  next: number;
 }

@@ -1,6 +1,6 @@
 import { checkRange, openZip, TensorportError, type ByteSource, type DeflateCodec, type ZipArchive, type ZipEntry } from '@tensorport/core';
 import { bytesAfterStop, loadPickle } from '../pickle/interpreter.ts';
-import type { PyValue } from '../pickle/values.ts';
+import type { PyValue, StorageRef } from '../pickle/values.ts';
 import { DEFAULT_MAX_PICKLE_BYTES } from '../pickle/stream.ts';
 import { type AssembleOptions, type TorchCheckpoint } from './assemble.ts';
 import type { CapturedPickles } from './captured.ts';
@@ -51,7 +51,7 @@ async function openTorchArchive(source: ByteSource, codec?: DeflateCodec, archiv
   for (const e of zip.entries) {
     if (!e.name.startsWith(`${prefix}/`)) throw invalid(source, `member ${JSON.stringify(e.name)} is outside the archive directory ${JSON.stringify(prefix)}`);
   }
-  const layout = torchLayout(zip.entries);
+  const layout = torchLayout(zip);
   // two names torch cannot tell apart, or TorchScript markers: refused as the scan reports them
   const refusal = layout.findings[0];
   if (refusal) throw new TensorportError(refusal.code as 'ZipDuplicateName', `${source.name}: ${refusal.message}`, { path: source.name });
@@ -91,7 +91,10 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
   // Every storage's declared size against its member, before any tensor is described: torch
   // itself reads past short records and allocates whatever a long declaration says.
   const bigEndian = byteorder === 'big';
-  const storages = new Map<string, StorageBytes>();
+  // Deflated storages are kept (each inflates through one reader); a stored one is a window made
+  // when a tensor asks for it, not a map of 100,000 windows.
+  const deflated = new Map<string, StorageBytes>();
+  let anyDeflated = false;
   for (const [key, ref] of table.storages) {
     const name = `${p}/data/${key}`;
     const e = member(a, name);
@@ -103,11 +106,15 @@ export async function openZipCheckpoint(source: ByteSource, opts: ZipCheckpointO
     if (!e.stored && !opts.zipCodec) {
       throw new TensorportError('TorchUnsupportedArchive', `${source.name}: storage member ${name} is deflated; pass zipCodec to read it`, { path: name });
     }
-    storages.set(key, e.stored ? { source: a.zip.storedSource(e), bigEndian } : inflated(a.zip, e, bigEndian));
+    if (!e.stored) {
+      deflated.set(key, inflated(a.zip, e, bigEndian));
+      anyDeflated = true;
+    }
   }
   const warnings = bigEndian ? [{ code: 'TorchBigEndian', message: 'storages are big-endian (byteorder record); swapped to little-endian' }] : [];
-  if ([...storages.values()].some((s) => s.stream)) warnings.push({ code: 'TorchDeflatedStorage', message: 'storages are deflated (torch writes them stored): read by inflating, not memory-mapped' });
-  return assembleObjects(r.value, r.globals, (ref) => storages.get(ref.key)!, opts, {
+  if (anyDeflated) warnings.push({ code: 'TorchDeflatedStorage', message: 'storages are deflated (torch writes them stored): read by inflating, not memory-mapped' });
+  const resolve = (ref: StorageRef): StorageBytes => deflated.get(ref.key) ?? { source: a.zip.storedSource(member(a, `${p}/data/${ref.key}`)!), bigEndian };
+  return assembleObjects(r.value, r.globals, resolve, opts, {
     format: 'torch-zip', globals: r.globals, warnings, close: () => a.zip.close(),
   });
 }

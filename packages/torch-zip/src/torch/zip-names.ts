@@ -1,4 +1,4 @@
-import type { Finding, ZipEntry } from '@tensorport/core';
+import type { Finding, ZipArchive, ZipEntry } from '@tensorport/core';
 
 /**
  * Member names as torch's reader compares them: miniz's default lookup (caffe2's
@@ -45,34 +45,45 @@ function foldRecord(record: string): string {
   return /^[\x00-\x7f]*$/.test(record) ? record.replace(/[A-Z]+/g, (c) => c.toLowerCase()) : foldName(enc.encode(record));
 }
 
-// One layout per entry list: the scan and the reader of one Context share the archive, and so this.
-const layouts = new WeakMap<readonly ZipEntry[], TorchLayout>();
+// One layout per archive: the scan and the reader of one Context share the archive, and so this.
+const layouts = new WeakMap<ZipArchive, TorchLayout>();
 
-export function torchLayout(entries: readonly ZipEntry[]): TorchLayout {
-  let layout = layouts.get(entries);
-  if (!layout) layouts.set(entries, (layout = buildLayout(entries)));
+export function torchLayout(zip: ZipArchive): TorchLayout {
+  let layout = layouts.get(zip);
+  if (!layout) layouts.set(zip, (layout = buildLayout(zip)));
   return layout;
 }
 
-function buildLayout(entries: readonly ZipEntry[]): TorchLayout {
+function buildLayout(zip: ZipArchive): TorchLayout {
+  const entries = zip.entries;
   const first = entries[0];
   const slash = first ? first.nameBytes.indexOf(0x2f) : -1;
   const prefix = first && slash > 0 ? foldName(first.nameBytes.subarray(0, slash)) : null;
   const storage = prefix === null ? null : new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/data/[0-9]+$`);
-  const byFolded = new Map<string, ZipEntry>();
-  const storages = new Set<ZipEntry>();
-  const dupes: Array<[ZipEntry, ZipEntry]> = [];
   const codeDir = `${prefix}/code/`;
   let code: ZipEntry | undefined;
+  let folds = false;
   for (const e of entries) {
     const k = foldedName(e);
-    const seen = byFolded.get(k);
-    if (seen) dupes.push([seen, e]);
-    else byFolded.set(k, e);
-    if (storage?.test(k)) storages.add(e);
+    if (k !== e.name) folds = true;
     if (code === undefined && prefix !== null && k.startsWith(codeDir)) code = e;
   }
-  const get = (record: string): ZipEntry | undefined => (prefix === null ? undefined : byFolded.get(`${prefix}/${foldRecord(record)}`));
+  // Names torch folds to one: only possible when folding changes some name (the ZIP reader refuses
+  // a name written twice); else the archive's own index answers torch's lookups, and no second
+  // map of every member is made.
+  const dupes: Array<[ZipEntry, ZipEntry]> = [];
+  let byFolded: Map<string, ZipEntry> | null = null;
+  if (folds) {
+    byFolded = new Map<string, ZipEntry>();
+    for (const e of entries) {
+      const k = foldedName(e);
+      const seen = byFolded.get(k);
+      if (seen) dupes.push([seen, e]);
+      else byFolded.set(k, e);
+    }
+  }
+  const find = (name: string): ZipEntry | undefined => (byFolded ? byFolded.get(name) : zip.get(name));
+  const get = (record: string): ZipEntry | undefined => (prefix === null ? undefined : find(`${prefix}/${foldRecord(record)}`));
   const torch = get('data.pkl') !== undefined || get('constants.pkl') !== undefined;
   const findings: Finding[] = [];
   if (torch) {
@@ -85,5 +96,5 @@ function buildLayout(entries: readonly ZipEntry[]): TorchLayout {
     const marker = (constants ?? code)!.name;
     findings.push({ code: 'TorchUnsupportedArchive', message: `a TorchScript archive (${marker}): torch.load hands an archive with constants.pkl to torch.jit.load, which compiles and runs the code in it`, tensor: marker });
   }
-  return { prefix, torch, findings, get, isStorage: (e) => torch && storages.has(e) };
+  return { prefix, torch, findings, get, isStorage: (e) => torch && storage!.test(foldedName(e)) };
 }
