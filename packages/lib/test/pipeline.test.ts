@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  MemoryFolder, MemoryTarget, convert, createRegistry, defaultRegistry, inspect, memoryContext, openInput, safetensorsFormat, torchFormat, validate,
-  type Format,
+  MemoryFolder, MemoryTarget, checkWritten, convert, createRegistry, defaultRegistry, inspect, memoryContext, openInput, safetensorsFormat, torchFormat, validate,
+  type Format, type TensorDescriptor,
 } from '../src/index.ts';
 import { convertPath, inspectPath, pathContext } from '../src/node/index.ts';
 
@@ -32,6 +32,30 @@ describe('the pipeline over in-memory files (what a browser has)', () => {
     const onDisk = await convertPath({ input: TORCH, output: join(dir, 'model.safetensors') });
     expect(onDisk.bytes).toBe(r.bytes);
     expect(Buffer.from(target.written.get('model.safetensors')!).equals(await readFile(join(dir, 'model.safetensors')))).toBe(true);
+  });
+
+  it('checkWritten refuses an output whose read-back differs from what was written, tensor by tensor', async () => {
+    const bytes = new Uint8Array(await readFile(TORCH));
+    const input = memoryContext(new MemoryFolder([['x.pt', bytes]]), 'x.pt');
+    const target = new MemoryTarget('model.safetensors');
+    await convert({ input, target });
+    const { checkpoint } = await openInput(input);
+    const written = checkpoint.tensors;
+    await checkWritten(safetensorsFormat, target, ['model.safetensors'], written, true);
+    const first = written[0]!;
+    const plain = (t: TensorDescriptor): TensorDescriptor => ({ name: t.name, dtype: t.dtype, shape: t.shape, byteLength: t.byteLength, chunks: (n) => t.chunks(n) });
+    // the first tensor moved last, with `change` made to it
+    const claims = (change: Partial<TensorDescriptor>): TensorDescriptor[] => [...written.slice(1).map(plain), { ...plain(first), ...change }];
+    const codeOf = (p: Promise<unknown>) => p.then(() => 'passed', (e: { code?: string }) => e.code);
+    // the same tensors in another order pass; one field changed, a name missing or added does not
+    expect(await codeOf(checkWritten(safetensorsFormat, target, ['model.safetensors'], claims({}), false))).toBe('passed');
+    const other = first.dtype === 'F32' ? 'I32' : 'F32';
+    for (const t of [{ dtype: other }, { shape: [...first.shape, 1] }, { byteLength: first.byteLength + 1 }, { name: 'not.written' }] as Array<Partial<TensorDescriptor>>) {
+      expect(await codeOf(checkWritten(safetensorsFormat, target, ['model.safetensors'], claims(t), false)), JSON.stringify(t)).toBe('ShardMismatch');
+    }
+    expect(await codeOf(checkWritten(safetensorsFormat, target, ['model.safetensors'], written.slice(1), false))).toBe('ShardMismatch');
+    await checkpoint.close();
+    await input.close();
   });
 
   it('inspects the same tensors from memory and from a path', async () => {

@@ -215,13 +215,24 @@ function keptDtypes(tensors: readonly TensorDescriptor[], dtype: CastTarget): Fi
 interface WrittenCheck {
   count: number;
   readBack: unknown;
-  expected: Map<string, { dtype: string; byteLength: number; shape: readonly number[] }>;
+  /** Name → index into the arrays below (columns, not an object per tensor: 100,000 of them). */
+  index: Map<string, number>;
+  dtypes: string[];
+  byteLengths: Float64Array;
+  shapes: Array<readonly number[]>;
   verify: readonly TensorDescriptor[] | null;
 }
 
 function writtenCheck(writer: AnyFormat, tensors: readonly TensorDescriptor[], verify: boolean): WrittenCheck {
-  const expected = new Map(tensors.map((t) => [t.name, { dtype: t.dtype, byteLength: t.byteLength, shape: t.shape }]));
-  return { count: tensors.length, readBack: writer.readBack?.(tensors), expected, verify: verify ? tensors : null };
+  const n = tensors.length;
+  const check: WrittenCheck = { count: n, readBack: writer.readBack?.(tensors), index: new Map(), dtypes: new Array<string>(n), byteLengths: new Float64Array(n), shapes: new Array<readonly number[]>(n), verify: verify ? tensors : null };
+  tensors.forEach((t, i) => {
+    check.index.set(t.name, i);
+    check.dtypes[i] = t.dtype;
+    check.byteLengths[i] = t.byteLength;
+    check.shapes[i] = t.shape;
+  });
+  return check;
 }
 
 /**
@@ -247,8 +258,8 @@ async function checkOutput(writer: AnyFormat, target: OutputTarget, files: reado
     const back = await writer.open(ctx, check.readBack);
     try {
       const differs = (t: TensorDescriptor): boolean => {
-        const e = check.expected.get(t.name);
-        return !e || e.dtype !== t.dtype || e.byteLength !== t.byteLength || !sameShape(e.shape, t.shape);
+        const i = check.index.get(t.name);
+        return i === undefined || check.dtypes[i] !== t.dtype || check.byteLengths[i] !== t.byteLength || !sameShape(check.shapes[i]!, t.shape);
       };
       if (back.tensors.length !== check.count || back.tensors.some(differs)) {
         throw new TensorportError('ShardMismatch', `reading ${ctx.name} back does not give the ${check.count} tensors that were written`, { path: ctx.name });
