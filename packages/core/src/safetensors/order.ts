@@ -27,16 +27,16 @@ function codePointKey(unit: number): number {
  * starts at a multiple of its element size), then name by UTF-8 bytes. Returns indices into `items`.
  */
 export function writeOrder(items: ReadonlyArray<{ readonly name: string; readonly dtype: DType }>): number[] {
-  const ranks = items.map((t) => dtypeRank(t.dtype));
-  const names = items.map((t) => t.name);
+  // Per item a byte each (typed arrays, not three arrays of 100,000 values)
+  const ranks = Uint8Array.from(items, (t) => dtypeRank(t.dtype));
   // Names without units ≥ 0xD800 compare the same in UTF-16 and UTF-8: use the native comparison.
-  const plain = names.map((n) => !ABOVE_D7FF.test(n));
-  const order = items.map((_, i) => i);
+  const plain = Uint8Array.from(items, (t) => (ABOVE_D7FF.test(t.name) ? 0 : 1));
+  const order = Array.from(items, (_, i) => i);
   order.sort((i, j) => {
     const r = ranks[j]! - ranks[i]!;
     if (r !== 0) return r;
-    const a = names[i]!;
-    const b = names[j]!;
+    const a = items[i]!.name;
+    const b = items[j]!.name;
     if (plain[i] && plain[j]) return a < b ? -1 : a > b ? 1 : 0;
     return compareUtf8(a, b);
   });

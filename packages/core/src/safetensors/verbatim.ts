@@ -5,7 +5,7 @@ import { bytesEqual } from '../zip/le.ts';
 /** The parts of a SafetensorsPlan (writer.ts) this needs. */
 interface Layout {
   readonly header: Uint8Array;
-  readonly offsets: ReadonlyArray<readonly [number, number]>;
+  readonly begins: Float64Array;
   readonly dataLength: number;
 }
 
@@ -20,7 +20,7 @@ export async function verbatimSource(plan: Layout, tensors: readonly TensorDescr
   const source = tensors[0]?.range?.source;
   if (!source?.copyWholeTo || source.size !== plan.header.byteLength + plan.dataLength) return null;
   for (const [i, t] of tensors.entries()) {
-    if (t.range?.source !== source || t.range.offset !== plan.header.byteLength + plan.offsets[i]![0]) return null;
+    if (t.range?.source !== source || t.range.offset !== plan.header.byteLength + plan.begins[i]!) return null;
   }
   let at = 0;
   for await (const chunk of readChunks(source, 0, plan.header.byteLength)) {

@@ -22,7 +22,9 @@ export interface SafetensorsPlan {
   readonly header: Uint8Array;
   /** Indices into the input array, in the order the data is written. */
   readonly order: number[];
-  /** `[begin, end)` in the data buffer for each input tensor, indexed like the input (not by `order`). */
+  /** Where each input tensor begins in the data buffer, indexed like the input (not by `order`); it ends `byteLength` later. */
+  readonly begins: Float64Array;
+  /** `[begin, end)` for each input tensor, indexed like the input: made when first read (100,000 pairs otherwise). */
   readonly offsets: ReadonlyArray<readonly [number, number]>;
   /** Bytes after the header. */
   readonly dataLength: number;
@@ -65,17 +67,25 @@ export function planSafetensors(tensors: readonly TensorLayout[], metadata: Meta
   const meta = metadataEntries(metadata);
   checkTensorLayouts(tensors);
   const order = writeOrder(tensors);
-  const offsets: Array<readonly [number, number]> = new Array(tensors.length);
+  const begins = new Float64Array(tensors.length);
   let end = 0;
   for (const i of order) {
-    const begin = end;
+    begins[i] = end;
     end += tensors[i]!.byteLength;
     if (!Number.isSafeInteger(end)) {
       throw new TensorportError('ValidationOverflow', 'total tensor size exceeds 2^53 bytes', { tensor: tensors[i]!.name });
     }
-    offsets[i] = [begin, end];
   }
-  return { header: headerBytes(tensors, order, offsets, meta), order, offsets, dataLength: end };
+  let offsets: Array<readonly [number, number]> | undefined;
+  return {
+    header: headerBytes(tensors, order, begins, meta),
+    order,
+    begins,
+    get offsets() {
+      return (offsets ??= Array.from(begins, (b, i) => [b, b + tensors[i]!.byteLength] as const));
+    },
+    dataLength: end,
+  };
 }
 
 /**
@@ -201,7 +211,7 @@ const LONE_SURROGATE = /\p{Cs}/u;
 function headerBytes(
   tensors: readonly TensorLayout[],
   order: readonly number[],
-  offsets: ReadonlyArray<readonly [number, number]>,
+  begins: Float64Array,
   meta: ReadonlyArray<[string, string]> | null,
 ): Uint8Array {
   // Made twice, piece by piece: once to size the buffer, once to encode into it. A 100,000-tensor
@@ -212,8 +222,8 @@ function headerBytes(
     let first = meta === null;
     for (const i of order) {
       const t = tensors[i]!;
-      const [begin, end] = offsets[i]!;
-      yield `${first ? '' : ','}${JSON.stringify(t.name)}:{"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"data_offsets":[${begin},${end}]}`;
+      const begin = begins[i]!;
+      yield `${first ? '' : ','}${JSON.stringify(t.name)}:{"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"data_offsets":[${begin},${begin + t.byteLength}]}`;
       first = false;
     }
     yield '}';
