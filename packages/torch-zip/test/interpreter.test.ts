@@ -165,6 +165,29 @@ describe('a billion laughs stays a small DAG', () => {
     const cyclic = load(pk(PROTO2, ']', 'q', 0, 'h', 0, 'a', '.'));
     expect(findTensors(cyclic).dropped).toEqual([]);
   });
+  it('names tensors by path in order, and refuses two paths that give one name', () => {
+    const t = (): PyValue => ({ kind: 'tensor', storage: { kind: 'storage', key: '0', dtype: 'float32', location: 'cpu', numel: 1, view: null }, dtype: 'float32', offset: 0, shape: [1], stride: [1], parameter: false }) as PyValue;
+    const dict = (...items: Array<[PyValue, PyValue]>): PyValue => ({ kind: 'dict', items: new Map(items), depth: 1, attrs: null }) as PyValue;
+    const list = (...items: PyValue[]): PyValue => ({ kind: 'list', items, depth: 1 }) as PyValue;
+    const names = (v: PyValue) => findTensors(v).tensors.map((f) => f.name);
+    expect(names(dict(['b', t()], ['a', dict(['c', t()], ['d', list(t(), t())])], ['e', t()]))).toEqual(['b', 'a.c', 'a.d.0', 'a.d.1', 'e']);
+    expect(names(list(t(), dict(['x', t()])))).toEqual(['0', '1.x']);
+    const code = (v: PyValue) => {
+      try {
+        findTensors(v);
+        return null;
+      } catch (e) {
+        return (e as TensorportError).code;
+      }
+    };
+    // a root key with a dot against a nested path, in both orders; a number key against a string one
+    expect(code(dict(['a.b', t()], ['a', dict(['b', t()])]))).toBe('DuplicateTensorName');
+    expect(code(dict(['a', dict(['b', t()])], ['a.b', t()]))).toBe('DuplicateTensorName');
+    expect(code(dict(['1', t()], [1, t()]))).toBe('DuplicateTensorName');
+    expect(code(dict([1, t()], ['1', t()]))).toBe('DuplicateTensorName');
+    expect(code(list(dict(['0', t()]), t()))).toBe(null);
+    expect(code(dict(['0', list(t())], ['0.0', t()]))).toBe('DuplicateTensorName');
+  });
 });
 
 describe('opcodes', () => {

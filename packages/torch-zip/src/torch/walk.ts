@@ -54,7 +54,10 @@ export function findTensors(root: PyValue, maxNesting = DEFAULT_LIMITS.maxNestin
   const dropped: Array<{ name: string; type: string }> = [];
   let droppedUnlisted = 0;
   const seen = new Set<object>();
-  const names = new Set<string>();
+  // Names already given, to refuse a second tensor under one: made only once a name could repeat.
+  // The root dict's own string keys cannot (a dict's keys are distinct); a nested path ("a" → "b")
+  // or a number key could meet one of them ("a.b", "1"), and from then on every name is checked.
+  let names: Set<string> | null = null;
   // The containers being walked, each with its place: depth first, children in order, and no
   // object per child (a state dict's 100,000 entries would each have had one, all alive at once).
   const stack: Frame[] = [];
@@ -67,8 +70,11 @@ export function findTensors(root: PyValue, maxNesting = DEFAULT_LIMITS.maxNestin
     if (depth > maxNesting) throw new TensorportError('PickleLimitExceeded', `nesting deeper than ${maxNesting} at ${JSON.stringify(name.slice(0, 200))}`, { tensor: name });
     if (typeof v === 'object' && v !== null && v.kind === 'tensor') {
       const tensorName = name === '' ? 'tensor' : name;
-      if (names.has(tensorName)) throw new TensorportError('DuplicateTensorName', `two tensors are named ${JSON.stringify(tensorName)}`, { tensor: tensorName });
-      names.add(tensorName);
+      if (names === null && !(depth === 1 && rootKeys)) names = new Set(tensors.map((t) => t.name));
+      if (names !== null) {
+        if (names.has(tensorName)) throw new TensorportError('DuplicateTensorName', `two tensors are named ${JSON.stringify(tensorName)}`, { tensor: tensorName });
+        names.add(tensorName);
+      }
       tensors.push({ name: tensorName, tensor: v });
       return;
     }
@@ -87,6 +93,8 @@ export function findTensors(root: PyValue, maxNesting = DEFAULT_LIMITS.maxNestin
     }
     drop(name, typeName(v));
   };
+  // True while the names come from string keys of one root dict, so cannot repeat.
+  let rootKeys = false;
   visit(root, '', 0);
   while (stack.length > 0) {
     const f = stack[stack.length - 1]!;
@@ -97,9 +105,11 @@ export function findTensors(root: PyValue, maxNesting = DEFAULT_LIMITS.maxNestin
         continue;
       }
       const [k, child] = step.value;
+      rootKeys = f.depth === 0 && typeof k === 'string';
       if (typeof k === 'string' || typeof k === 'number' || typeof k === 'bigint') visit(child, join(f.name, String(k)), f.depth + 1);
       else drop(join(f.name, `<${typeName(k)} key>`), typeName(child));
     } else if (f.next < f.items!.length) {
+      rootKeys = false;
       const i = f.next++;
       visit(f.items![i]!, join(f.name, String(i)), f.depth + 1);
     } else {
