@@ -48,9 +48,9 @@ export function giveBack(chunk: Uint8Array): void {
 
 /**
  * A buffer of its own (not Node's shared pool) whose first byte starts a page. The kernel copies a
- * read or write faster from an aligned buffer: a 2 GiB pread+pwrite loop through 4 MiB buffers took
- * 0.40 + 0.28 s from a malloc'd buffer (16 bytes past a 32-byte boundary) and 0.34 + 0.19 s from
- * an aligned one, as dd's is (docs/benchmarks.md, round 9). Node's Buffers and plain ArrayBuffers
+ * read or write faster from an aligned buffer: 2 GiB of pread and pwrite through one 4 MiB buffer took
+ * 0.28 + 0.28 s from a malloc'd one (16 bytes past a 32-byte boundary) and 0.12 + 0.19 s from an
+ * aligned one, as dd's is (bench/io-levers.mjs; docs/benchmarks.md, round 9). Node's Buffers and plain ArrayBuffers
  * come from malloc; a resizable ArrayBuffer is reserved in whole pages by V8, so it is made with a
  * maximum equal to its length, and never resized.
  */

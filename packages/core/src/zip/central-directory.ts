@@ -31,8 +31,8 @@ export interface CentralEntry {
 /**
  * A directory entry as parsed, and later (reader.ts) the archive's member: one object per member
  * (100,000 in a large .pt), so it keeps only where its record is in the directory buffer and
- * reads its fields from there on demand. A CRC-32 or an offset stored in a field of its own would
- * be a boxed double per entry in V8 (beyond 2^30); entries were 160 bytes each that way, 40 now.
+ * reads its fields from there on demand. A CRC-32 or an offset stored in a field of its own is a
+ * boxed double in V8 once beyond 2^31, and every field 8 bytes: 160 bytes per entry that way, 72 now.
  */
 export class DirectoryEntry implements CentralEntry {
   /** Where the member's bytes start; set once its local header is checked (reader.ts), -1 before. */
