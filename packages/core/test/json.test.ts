@@ -161,6 +161,11 @@ describe('parseJson: properties', () => {
       }),
       { numRuns: 500 },
     );
+    // a name that begins with U+FEFF keeps it (a decoder's BOM handling would drop it)
+    const bom = `{"\ufeffmodel.layers.0.w":"\ufeff0123456789abcdef"}`;
+    const c = new JsonCursor(bom, { utf8: enc.encode(bom) });
+    c.enterObject();
+    expect([c.nextKey(), c.readString()]).toEqual(['\ufeffmodel.layers.0.w', '\ufeff0123456789abcdef']);
   });
 
   it('throws only TensorportError on arbitrary and mutated input', () => {

@@ -61,7 +61,8 @@ export interface JsonOptions {
 
 /** Below this length V8 copies a slice anyway (SlicedString::kMinLength). */
 const SLICE_MIN = 13;
-const utf8Decoder = new TextDecoder();
+// ignoreBOM: a string may begin with U+FEFF, which the default decoder would drop.
+const utf8Decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** serde_json decrements its depth budget of 128 before checking for zero: 127 levels pass. */
 export const SERDE_MAX_DEPTH = 127;
