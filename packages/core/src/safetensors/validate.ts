@@ -256,9 +256,7 @@ function decodeShape(c: JsonCursor, tensor: string): Dims {
     if (exact) exact.push(BigInt(d));
     dims.push(Number(d));
   }
-  const out = dims.slice();
-  dims.length = 0;
-  return { dims: out, exact };
+  return { dims: dims.slice(), exact };
 }
 
 /** data_offsets as read: plain numbers when exact (≤ 2^53), else BigInt. */
@@ -307,7 +305,7 @@ export function checkLayout(tensors: readonly DeclaredTensor[], headerLength: bi
   let start = 0n;
   for (const t of sorted) {
     const at = { offset: t.entryOffset, tensor: t.name };
-    const [begin, end] = t.exactOffsets ?? [BigInt(t.begin), BigInt(t.end)];
+    const [begin, end] = exactOffsets(t);
     if (begin !== start || end < begin) {
       const why = end < begin ? `ends (${end}) before it begins (${begin})` : begin > start ? `begins at ${begin}, leaving a gap after ${start} (every data byte must belong to a tensor)` : `begins at ${begin}, overlapping data that ends at ${start}`;
       throw new TensorportError('InvalidOffset', `invalid offset for tensor \`${t.name}\`: data_offsets [${begin}, ${end}] ${why}`, at);
@@ -336,9 +334,13 @@ export function checkLayout(tensors: readonly DeclaredTensor[], headerLength: bi
 /** Ascending (begin, end), exactly: numbers unless an offset is beyond 2^53. */
 function byOffsets(a: DeclaredTensor, b: DeclaredTensor): number {
   if (a.exactOffsets === undefined && b.exactOffsets === undefined) return a.begin - b.begin || a.end - b.end;
-  const [ab, ae] = a.exactOffsets ?? [BigInt(a.begin), BigInt(a.end)];
-  const [bb, be] = b.exactOffsets ?? [BigInt(b.begin), BigInt(b.end)];
+  const [ab, ae] = exactOffsets(a);
+  const [bb, be] = exactOffsets(b);
   return ab < bb ? -1 : ab > bb ? 1 : ae < be ? -1 : ae > be ? 1 : 0;
+}
+
+function exactOffsets(t: DeclaredTensor): readonly [bigint, bigint] {
+  return t.exactOffsets ?? [BigInt(t.begin), BigInt(t.end)];
 }
 
 /** Π dims like `try_fold(1, checked_mul)` on u64: null as soon as a partial product overflows. */
