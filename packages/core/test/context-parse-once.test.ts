@@ -49,3 +49,22 @@ describe('a Context parses a safetensors header once', () => {
     expect(opened).toBe(code);
   });
 });
+
+describe('Context.forget', () => {
+  it('lets go of what was parsed, keeps the sources open, and parses again when asked', async () => {
+    const name = 'transformer_shard.safetensors';
+    const ctx = memoryContext(new MemoryFolder([[name, readFileSync(join(FIX, name))]]), name);
+    const source = await ctx.source();
+    const header = await ctx.safetensorsHeader();
+    const read = source.bytesRead;
+    expect(await ctx.safetensorsHeader()).toBe(header);
+    ctx.forget!();
+    expect(await ctx.source()).toBe(source);
+    const again = await ctx.safetensorsHeader();
+    expect(again).not.toBe(header);
+    expect(again.tensors.map((t) => t.name)).toEqual(header.tensors.map((t) => t.name));
+    // Parsed afresh: the header bytes were read a second time, from the same open source.
+    expect(source.bytesRead).toBeGreaterThan(read);
+    await ctx.close();
+  });
+});

@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSink, FileSource, openCheckpointPath, pendingTempFiles, sameFile, writeCheckpointPath } from '../src/node/index.ts';
 import { TensorportError, readChunks, SliceSource, writeSafetensors, type TensorDescriptor } from '../src/index.ts';
+import { pooledCount } from '../src/node/buffer-pool.ts';
 import { collect, memTensor, patternBytes } from './helpers/mem-tensor.ts';
 import { codeOf } from './helpers/error-code.ts';
 
@@ -160,6 +161,32 @@ describe('FileSource', () => {
     expect(lone.preads).toBe(2);
     await Promise.all([src.close(), lone.close()]);
   });
+  it('a block dropped from a walk goes back to the buffer pool, and the next block reuses it', async () => {
+    const d = await fresh('small-blocks-reuse');
+    const p = join(d, 'tiny.bin');
+    const data = patternBytes(4 << 20, 5);
+    await writeFile(p, data);
+    const block = 256 * 1024;
+    const before = pooledCount(block);
+    const src = await FileSource.open(p);
+    // All in flight at once, then one by one: reads of a block still pending when it is dropped get their bytes.
+    const ranges: Array<[number, number]> = [];
+    for (let o = 0; o + 94 <= data.length; o += 150) ranges.push([o, 30], [o + 30, 64]);
+    const half = ranges.length >> 1;
+    const first = await Promise.all(ranges.slice(0, half).map(([o, l]) => src.read(o, l)));
+    const rest: Uint8Array[] = [];
+    for (const [o, l] of ranges.slice(half)) rest.push(await src.read(o, l));
+    for (const [i, got] of [...first, ...rest].entries()) {
+      const [o, l] = ranges[i]!;
+      expect(Buffer.from(got).equals(Buffer.from(data.subarray(o, o + l)))).toBe(true);
+    }
+    // Blocks dropped during the walk are back already; those kept at its end (the last is shorter) at close.
+    const walked = pooledCount(block) - before;
+    await src.close();
+    expect(walked).toBeGreaterThanOrEqual(1);
+    expect(pooledCount(block) - before).toBeGreaterThanOrEqual(walked + 3);
+  });
+
   it('a block that cannot be read (the file shrank) leaves the small read its own ShortRead, or its bytes', async () => {
     const d = await fresh('small-blocks-shrink');
     const p = join(d, 'f');

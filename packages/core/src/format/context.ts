@@ -146,13 +146,17 @@ export class FolderContext implements Context {
     return [...this.sources.keys()].map((n) => this.path(n));
   }
 
-  async close(): Promise<void> {
-    const all = [...this.sources.values()];
-    this.sources.clear();
+  forget(): void {
     this.heads.clear();
     this.zips.clear();
     this.headers.clear();
     this.smalls.clear();
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.sources.values()];
+    this.sources.clear();
+    this.forget();
     await Promise.all(all.map((p) => p.then((s) => (s as SharedSource).inner.close(), () => undefined).catch(() => undefined)));
   }
 }

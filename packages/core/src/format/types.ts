@@ -55,6 +55,12 @@ export interface Context {
   bytes(name: string, maxBytes: number, code?: 'InvalidIndex' | 'MlxInvalidConfig'): Promise<Uint8Array>;
   /** Message names of the files opened so far (what a conversion reads, so outputs must differ). */
   opened(): string[];
+  /**
+   * Lets go of what was parsed (ZIP directories, safetensors headers, heads, small files) while the
+   * sources stay open: a caller done with the checkpoints it opened (convert, before reading its
+   * output back) stops holding a 100,000-entry directory. A later call parses again.
+   */
+  forget?(): void;
   close(): Promise<void>;
 }
 

@@ -46,6 +46,11 @@ export function giveBack(chunk: Uint8Array): void {
   else free.set(chunk.byteLength, [chunk]);
 }
 
+/** Buffers of `length` bytes waiting in the pool (for tests: what came back). */
+export function pooledCount(length: number): number {
+  return free.get(length)?.length ?? 0;
+}
+
 /**
  * A buffer of its own (not Node's shared pool) whose first byte starts a page. The kernel copies a
  * read or write faster from an aligned buffer: 2 GiB of pread and pwrite through one 4 MiB buffer took

@@ -39,6 +39,7 @@ export interface FileSinkOptions {
 }
 
 const DEFAULT_BUFFER = 4 * 1024 * 1024;
+const NO_BUFFER = new Uint8Array(0);
 /** Writes queued at once (see issue): measured in bench/io-levers.mjs. */
 const DEFAULT_WRITES_IN_FLIGHT = 2;
 /** Bytes written between background datasyncs (startWriteback): measured in docs/benchmarks.md. */
@@ -285,6 +286,7 @@ export class FileSink implements ByteSink {
     await Promise.all(this.inflight);
     await this.writeback?.catch(() => {});
     await this.fh.close().catch(() => {});
+    this.release();
     await unlink(this.tempPath).catch(() => {});
     unregisterTempFile(this.tempPath);
   }
@@ -366,6 +368,13 @@ export class FileSink implements ByteSink {
     await this.writeback;
     if (this.failure) throw this.failure;
     if (this.opts.fsync) await this.fh.datasync();
+    this.release();
+  }
+
+  /** Nothing is written any more: the two write-behind buffers (8 MiB) need not outlive that. */
+  private release(): void {
+    this.buf = NO_BUFFER;
+    this.spare = NO_BUFFER;
   }
 
   private async settle(): Promise<void> {
