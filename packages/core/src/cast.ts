@@ -72,33 +72,37 @@ export function castDescriptor(desc: TensorDescriptor, to: CastTarget, opts: Cas
   }
   if (!LITTLE_ENDIAN) throw new TensorportError('UnsupportedCast', 'casting needs a little-endian host', { tensor: desc.name });
   const inBytes = ELEMENT_BYTES[desc.dtype]!;
-  const outBytes = ELEMENT_BYTES[to]!;
   if (desc.byteLength % inBytes !== 0) {
     throw new TensorportError('TensorByteLengthMismatch', `tensor ${JSON.stringify(desc.name)} has ${desc.byteLength} bytes, not a whole number of ${desc.dtype} values`, { tensor: desc.name });
   }
-  return new CastTensor(desc, to, convert, inBytes, outBytes);
+  return new CastTensor(desc, to);
 }
 
-/** `desc` read as `dtype`: a class, not a closure per tensor (a checkpoint may hold 100,000). */
+/**
+ * `desc` read as `dtype`: a class, not a closure per tensor (a checkpoint may hold 100,000), and
+ * two fields: the rest is the source's or looked up again when the tensor is streamed.
+ */
 class CastTensor implements TensorDescriptor {
-  readonly name: string;
-  readonly shape: readonly number[];
-  readonly byteLength: number;
-
   constructor(
     private readonly desc: TensorDescriptor,
     readonly dtype: CastTarget,
-    private readonly convert: Converter,
-    private readonly inBytes: number,
-    private readonly outBytes: number,
-  ) {
-    this.name = desc.name;
-    this.shape = desc.shape;
-    this.byteLength = (desc.byteLength / inBytes) * outBytes;
+  ) {}
+
+  get name(): string {
+    return this.desc.name;
+  }
+
+  get shape(): readonly number[] {
+    return this.desc.shape;
+  }
+
+  get byteLength(): number {
+    return (this.desc.byteLength / ELEMENT_BYTES[this.desc.dtype]!) * ELEMENT_BYTES[this.dtype]!;
   }
 
   chunks(chunkSize = DEFAULT_CHUNK): AsyncIterable<Uint8Array> {
-    return castChunks(this.desc, this.convert, this.inBytes, this.outBytes, chunkSize);
+    const d = this.desc;
+    return castChunks(d, CONVERTERS[d.dtype]![this.dtype]!, ELEMENT_BYTES[d.dtype]!, ELEMENT_BYTES[this.dtype]!, chunkSize);
   }
 }
 

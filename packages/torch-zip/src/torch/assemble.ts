@@ -85,13 +85,15 @@ export function assemble(
   for (const s of found.skipped) warnings.push({ code: 'TorchTensorSkipped', message: `${s.name} is a ${s.what}, which safetensors cannot hold; skipped`, tensor: s.name });
 
   // Per storage key: the dtype it is viewed as, and its views grouped by identity. Only a storage
-  // viewed twice can hold tied names, so most (one tensor each) never build an identity string.
-  const storages = new Map<string, StorageUse>();
+  // viewed twice can hold tied names, so most (one tensor each) never build an identity string,
+  // nor a record: their entry is the index of their one planned view.
+  const storages = new Map<string, number | StorageUse>();
   const views: ViewGroup[] = [];
   const planned: Array<TorchTensor | undefined> = [];
   found.tensors.forEach(({ name, tensor }, at) => {
     const storage = resolve(tensor.storage, name);
-    const use = storages.get(tensor.storage.key);
+    const seen = storages.get(tensor.storage.key);
+    const use = typeof seen === 'number' ? { dtype: found.tensors[seen]!.tensor.dtype, first: seen, groups: null } : seen;
     if (use !== undefined && use.dtype !== tensor.dtype) {
       throw new TensorportError('TorchStorageMismatch', `storage ${tensor.storage.key} is viewed as ${use.dtype} and as ${tensor.dtype} (by ${JSON.stringify(name)})`, { tensor: name });
     }
@@ -102,8 +104,11 @@ export function assemble(
       return;
     }
     planned.push(new TorchTensor(name, planTensor(name, tensor, storage.source.size, opts.maxViewBytes), storage));
-    if (use === undefined) storages.set(tensor.storage.key, { dtype: tensor.dtype, first: at, groups: null });
-    else addView(use, at, found.tensors, views);
+    if (use === undefined) storages.set(tensor.storage.key, at);
+    else {
+      addView(use, at, found.tensors, views);
+      storages.set(tensor.storage.key, use);
+    }
   });
 
   const aliases: Record<string, string> = Object.create(null) as Record<string, string>;
