@@ -2,6 +2,7 @@ export { isTensorportError, toFinding, ERROR_CODES, TensorportError, type ErrorC
 export { isDType, dtypeBits, dtypeBytes, elementCount, byteLength, DTYPES, type DType } from './dtype.ts';
 export { dtypeFromName } from './dtype-names.ts';
 export { type TensorDescriptor, type Checkpoint } from './tensor.ts';
+export { internDims } from './dims.ts';
 export { exactChunks, LOOKAHEAD_BYTES, tensorsInOrder } from './tensor-chunks.ts';
 export { checkRange, readChunks, BytesSource, BlobSource, SliceSource, DEFAULT_CHUNK, type ByteSource } from './io/source.ts';
 export { MemorySink, writeChunk, type ByteSink } from './io/sink.ts';

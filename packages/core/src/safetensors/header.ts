@@ -17,8 +17,8 @@ export const MAX_HEADER_SIZE = 100_000_000;
 export interface HeaderTensor {
   name: string;
   dtype: DType;
-  /** Dims; exact unless `exactShape` is set (a dim above 2^53, only possible with 0 elements). */
-  shape: number[];
+  /** Dims; exact unless `exactShape` is set (a dim above 2^53, only possible with 0 elements). Shared between tensors of one shape: read-only. */
+  shape: readonly number[];
   /** Exact dims, present only when some dim exceeds 2^53. */
   exactShape?: bigint[];
   /** Byte range relative to the data section (dataStart). */

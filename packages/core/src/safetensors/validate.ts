@@ -1,4 +1,5 @@
 import { TensorportError, type ErrorCode, type Finding } from '../errors.ts';
+import { internDims } from '../dims.ts';
 import { DTYPES, dtypeBits, dtypeRank, isDType, type DType } from '../dtype.ts';
 import { describeKind, JsonCursor, U64_MAX, type NumberToken } from './json.ts';
 
@@ -18,7 +19,7 @@ export interface DeclaredTensor {
   name: string;
   dtype: DType;
   /** Dims as numbers (exact when ≤ 2^53). */
-  shape: number[];
+  shape: readonly number[];
   /** All dims exactly, present only when some dim exceeds 2^53. */
   exactShape?: bigint[];
   /** data_offsets as numbers (exact when ≤ 2^53). */
@@ -238,7 +239,7 @@ function unknownDtype(name: string, offset: number, tensor: string): TensorportE
   return structureError(`unknown dtype \`${shown}\`, expected one of ${DTYPES.join(', ')}`, offset, tensor, 'UnknownDtype');
 }
 
-interface Dims { dims: number[]; exact: bigint[] | null }
+interface Dims { dims: readonly number[]; exact: bigint[] | null }
 
 /** Dims are pushed here, then copied at their size (pushing from [] reserves 17 slots per shape). */
 const scratchDims: number[] = [];
@@ -256,7 +257,7 @@ function decodeShape(c: JsonCursor, tensor: string): Dims {
     if (exact) exact.push(BigInt(d));
     dims.push(Number(d));
   }
-  return { dims: dims.slice(), exact };
+  return { dims: exact ? dims.slice() : internDims(dims.slice()), exact };
 }
 
 /** data_offsets as read: plain numbers when exact (≤ 2^53), else BigInt. */

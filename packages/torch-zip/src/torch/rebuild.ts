@@ -1,3 +1,4 @@
+import { internDims } from '@tensorport/core';
 import type { Fail, Handler, PyDict, PyGlobal, PyTuple, PyValue, StorageRef, TensorRecord, UnsupportedRecord } from '../pickle/values.ts';
 import { depthAbove, depthOf, typeName } from '../pickle/values.ts';
 import type { TorchDtype } from './dtypes.ts';
@@ -20,7 +21,7 @@ function count(v: PyValue, what: string, fail: Fail): number {
   return v as number;
 }
 
-function counts(v: PyValue, what: string, fail: Fail): number[] {
+function counts(v: PyValue, what: string, fail: Fail): readonly number[] {
   if (typeof v !== 'object' || v === null || (v.kind !== 'tuple' && v.kind !== 'list')) fail(`${what} must be a tuple, got ${typeName(v)}`);
   const items = (v as PyTuple).items;
   for (let i = 0; i < items.length; i++) {
@@ -28,8 +29,10 @@ function counts(v: PyValue, what: string, fail: Fail): number[] {
     if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) count(x!, `${what}[${i}]`, fail);
   }
   // A tuple's items never change: shared (100,000 tensors, two arrays each). A list's could (a later APPEND on it): copied.
-  return (v as PyTuple).kind === 'tuple' ? (items as number[]) : (items.slice() as number[]);
+  // One array per distinct shape (core's internDims): 100,000 tensors held 200,000 arrays of two numbers.
+  return internDims((v as PyTuple).kind === 'tuple' ? (items as number[]) : (items.slice() as number[]));
 }
+
 
 function bool(v: PyValue, what: string, fail: Fail): boolean {
   if (typeof v !== 'boolean') fail(`${what} must be a bool, got ${typeName(v)}`);
