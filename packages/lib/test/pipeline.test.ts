@@ -34,6 +34,25 @@ describe('the pipeline over in-memory files (what a browser has)', () => {
     expect(Buffer.from(target.written.get('model.safetensors')!).equals(await readFile(join(dir, 'model.safetensors')))).toBe(true);
   });
 
+  it('lets the input context forget its parsed ZIP directory before the read-back, unless --verify reads the input again', async () => {
+    const bytes = new Uint8Array(await readFile(TORCH));
+    for (const verify of [false, true]) {
+      const input = memoryContext(new MemoryFolder([['transformers.pt', bytes]]), 'transformers.pt');
+      const parsed = await input.zip();
+      let forgotten = 0;
+      const forget = input.forget!.bind(input);
+      input.forget = () => {
+        forgotten++;
+        forget();
+      };
+      await convert({ input, target: new MemoryTarget('model.safetensors'), verify });
+      expect(forgotten).toBe(verify ? 0 : 1);
+      // Forgotten: a later ask parses the directory again; kept: the same archive.
+      expect((await input.zip()) === parsed).toBe(verify);
+      await input.close();
+    }
+  });
+
   it('checkWritten refuses an output whose read-back differs from what was written, tensor by tensor', async () => {
     const bytes = new Uint8Array(await readFile(TORCH));
     const input = memoryContext(new MemoryFolder([['x.pt', bytes]]), 'x.pt');
