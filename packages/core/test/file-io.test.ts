@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSink, FileSource, openCheckpointPath, pendingTempFiles, sameFile, writeCheckpointPath } from '../src/node/index.ts';
 import { TensorportError, readChunks, SliceSource, writeSafetensors, type TensorDescriptor } from '../src/index.ts';
-import { pooledCount } from '../src/node/buffer-pool.ts';
+import { isLent, lend, pooledCount } from '../src/node/buffer-pool.ts';
 import { collect, memTensor, patternBytes } from './helpers/mem-tensor.ts';
 import { codeOf } from './helpers/error-code.ts';
 
@@ -161,12 +161,38 @@ describe('FileSource', () => {
     expect(lone.preads).toBe(2);
     await Promise.all([src.close(), lone.close()]);
   });
+  it('a chunk read from just before a page boundary has the same bytes, in a read buffer of its own', async () => {
+    const d = await fresh('placed-reads');
+    const p = join(d, 'data.bin');
+    const data = patternBytes(3 << 20, 17);
+    await writeFile(p, data);
+    const src = await FileSource.open(p);
+    const size = 256 * 1024;
+    for (const offset of [4064, 4065, 4072, 4088, 4095, 4096, 8192 - 8, 12_288 - 1, 1 << 20]) {
+      const preads = src.preads;
+      // As readChunks reads: a stream with its end given, so the chunks after it are read ahead too.
+      const chunks = [await src.read(offset, size, offset + 3 * size), await src.read(offset + size, size, offset + 3 * size)];
+      for (const [k, got] of chunks.entries()) {
+        const at = offset + k * size;
+        expect(Buffer.from(got).equals(Buffer.from(data.subarray(at, at + size))), `offset ${at}`).toBe(true);
+        expect(got.byteOffset).toBe(0);
+        expect(got.buffer.byteLength).toBe(size);
+        expect(isLent(got)).toBe(true);
+      }
+      expect(src.preads - preads).toBeGreaterThanOrEqual(2);
+    }
+    await src.close();
+  });
+
   it('a block dropped from a walk goes back to the buffer pool, and the next block reuses it', async () => {
     const d = await fresh('small-blocks-reuse');
     const p = join(d, 'tiny.bin');
     const data = patternBytes(4 << 20, 5);
     await writeFile(p, data);
     const block = 256 * 1024;
+    // Buffers of this size left in the pool by earlier tests are taken out first (and kept out).
+    const taken: Uint8Array[] = [];
+    while (pooledCount(block) > 0) taken.push(lend(block));
     const before = pooledCount(block);
     const src = await FileSource.open(p);
     // All in flight at once, then one by one: reads of a block still pending when it is dropped get their bytes.
@@ -335,6 +361,29 @@ describe('FileSink', () => {
       }),
       { numRuns: 40 },
     );
+  });
+  it('a read buffer handed over a few bytes into a page is copied (and given back at once); further in, written where it is', async () => {
+    const d = await fresh('sink-misplaced');
+    const srcPath = join(d, 'src.bin');
+    const source = patternBytes(1 << 20, 13);
+    await writeFile(srcPath, source);
+    const src = await FileSource.open(srcPath);
+    const size = 256 * 1024;
+    for (const lead of [8, 31, 32, 40]) {
+      const target = join(d, `lead-${lead}.bin`);
+      const sink = await FileSink.create(target, { fsync: false });
+      const head = patternBytes(lead, lead);
+      await sink.write(head);
+      const chunk = await src.read(lead, size);
+      const before = pooledCount(size);
+      await sink.writeOwned(chunk);
+      // Copied: back in the pool when writeOwned returns. Written from where it is: only once the write ends.
+      expect(pooledCount(size) - before, `lead ${lead}`).toBe(lead < 32 ? 1 : 0);
+      await sink.commit();
+      expect(pooledCount(size) - before).toBe(1);
+      expect(Buffer.from(await readFile(target)).equals(Buffer.concat([Buffer.from(head), Buffer.from(source.subarray(lead, lead + size))]))).toBe(true);
+    }
+    await src.close();
   });
   it('with fsync, starts datasyncs while writing (every writebackBytes), bytes unchanged; none without fsync', async () => {
     const d = await fresh('sink-writeback');

@@ -124,12 +124,41 @@ export class FileSource implements ByteSource {
   }
 
   private async readNow(offset: number, length: number): Promise<Uint8Array> {
+    if (length >= POOLED_MIN && PAGE - (offset % PAGE) < MISPLACED) return this.readPlaced(offset, length);
     let buf: Uint8Array;
     try {
       buf = lend(length);
     } catch (e) {
       throw ioError(`cannot allocate ${length} bytes to read ${this.name}`, this.name, e, offset);
     }
+    return this.readInto(buf, offset, length);
+  }
+
+  /**
+   * A chunk starting 1-31 bytes before a page boundary: read into a buffer at the same place in its
+   * page as the file offset, then copied into a read buffer of its own (which starts a page). A
+   * page-aligned buffer there makes the kernel's copy up to 6× slower (2 GiB of pread: 0.68 s
+   * against 0.11 s, bench/io-levers.mjs); the copy costs less.
+   */
+  private async readPlaced(offset: number, length: number): Promise<Uint8Array> {
+    const place = offset % PAGE;
+    let scratch: Uint8Array;
+    let buf: Uint8Array;
+    try {
+      scratch = lend(length + PAGE);
+      buf = lend(length);
+    } catch (e) {
+      throw ioError(`cannot allocate ${length} bytes to read ${this.name}`, this.name, e, offset);
+    }
+    try {
+      buf.set(await this.readInto(scratch.subarray(place, place + length), offset, length));
+      return buf;
+    } finally {
+      giveBack(scratch);
+    }
+  }
+
+  private async readInto(buf: Uint8Array, offset: number, length: number): Promise<Uint8Array> {
     let filled = 0;
     while (filled < length) {
       let n: number;
@@ -198,6 +227,10 @@ const DEFAULT_READ_AHEAD = 2;
  * header apart); four leaves room without letting a random reader pin many chunks.
  */
 const MAX_STREAMS = 4;
+
+const PAGE = 4096;
+/** A read whose file offset is this close before a page boundary is placed (see readPlaced). */
+const MISPLACED = 32;
 
 /** The largest single Buffer (4 GiB on Node 20 x64). */
 const MAX_READ = kMaxLength;
