@@ -5,7 +5,7 @@ import { TensorportError } from '../errors.ts';
 import type { ByteSink } from '../io/sink.ts';
 import type { ByteSource } from '../io/source.ts';
 import { registerTempFile, unregisterTempFile } from './cleanup.ts';
-import { giveBack, isLent, pageAligned } from './buffer-pool.ts';
+import { PAGE, giveBack, isLent, misplaced, pageAligned } from './buffer-pool.ts';
 import { CommitGroup, type GroupMember } from './commit-group.ts';
 import { errnoCode, ioError } from './file-source.ts';
 import { ownedName } from './owner.ts';
@@ -40,14 +40,6 @@ export interface FileSinkOptions {
 
 const DEFAULT_BUFFER = 4 * 1024 * 1024;
 const NO_BUFFER = new Uint8Array(0);
-/** The page size the write-behind buffers mirror file positions in (see `start`). */
-const PAGE = 4096;
-/**
- * A page-aligned buffer written to a file position 1-31 bytes into a page: 2 GiB of pwrite took
- * 0.28-0.72 s against 0.18 s (bench/io-levers.mjs); copying it first costs less. Further in, the
- * penalty (0.27 s) is about what the copy would cost, so such chunks are written where they are.
- */
-const MISPLACED = 32;
 /** Writes queued at once (see issue): measured in bench/io-levers.mjs. */
 const DEFAULT_WRITES_IN_FLIGHT = 2;
 /** Bytes written between background datasyncs (startWriteback): measured in docs/benchmarks.md. */
@@ -133,10 +125,9 @@ export class FileSink implements ByteSink {
    */
   async writeOwned(chunk: Uint8Array): Promise<void> {
     if (!isLent(chunk)) return this.write(chunk);
-    const place = (this.filePos + this.fill) % PAGE;
-    if (place > 0 && place < MISPLACED) {
-      // A read buffer starts a page; written a few bytes into one, the kernel's copy runs 2-4× slower
-      // (see `start`): a copy into the write-behind buffer, which is placed right, costs less.
+    if (misplaced(this.filePos + this.fill)) {
+      // A read buffer starts a page: written a few bytes into one, it is copied into the
+      // write-behind buffer, which is placed right (see `start`).
       await this.write(chunk);
       giveBack(chunk);
       return;

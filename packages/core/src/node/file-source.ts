@@ -3,7 +3,7 @@ import { constants } from 'node:fs';
 import { copyFile, open, stat, type FileHandle } from 'node:fs/promises';
 import { TensorportError } from '../errors.ts';
 import { checkRange, type ByteSource } from '../io/source.ts';
-import { POOLED_MIN, giveBack, lend } from './buffer-pool.ts';
+import { PAGE, POOLED_MIN, giveBack, lend, misplaced } from './buffer-pool.ts';
 import { SMALL_READ, SmallBlocks } from './small-blocks.ts';
 
 /** A read started before it was asked for: the chunk after the last one read. */
@@ -124,7 +124,7 @@ export class FileSource implements ByteSource {
   }
 
   private async readNow(offset: number, length: number): Promise<Uint8Array> {
-    if (length >= POOLED_MIN && PAGE - (offset % PAGE) < MISPLACED) return this.readPlaced(offset, length);
+    if (length >= POOLED_MIN && misplaced(-offset)) return this.readPlaced(offset, length);
     let buf: Uint8Array;
     try {
       buf = lend(length);
@@ -135,10 +135,9 @@ export class FileSource implements ByteSource {
   }
 
   /**
-   * A chunk starting 1-31 bytes before a page boundary: read into a buffer at the same place in its
-   * page as the file offset, then copied into a read buffer of its own (which starts a page). A
-   * page-aligned buffer there makes the kernel's copy up to 6× slower (2 GiB of pread: 0.68 s
-   * against 0.11 s, bench/io-levers.mjs); the copy costs less.
+   * A chunk starting 1-31 bytes before a page boundary (`misplaced`): read into a buffer at the
+   * same place in its page as the file offset, then copied into a read buffer of its own (which
+   * starts a page).
    */
   private async readPlaced(offset: number, length: number): Promise<Uint8Array> {
     const place = offset % PAGE;
@@ -227,10 +226,6 @@ const DEFAULT_READ_AHEAD = 2;
  * header apart); four leaves room without letting a random reader pin many chunks.
  */
 const MAX_STREAMS = 4;
-
-const PAGE = 4096;
-/** A read whose file offset is this close before a page boundary is placed (see readPlaced). */
-const MISPLACED = 32;
 
 /** The largest single Buffer (4 GiB on Node 20 x64). */
 const MAX_READ = kMaxLength;

@@ -33,7 +33,6 @@ function counts(v: PyValue, what: string, fail: Fail): readonly number[] {
   return internDims((v as PyTuple).kind === 'tuple' ? (items as number[]) : (items.slice() as number[]));
 }
 
-
 function bool(v: PyValue, what: string, fail: Fail): boolean {
   if (typeof v !== 'boolean') fail(`${what} must be a bool, got ${typeName(v)}`);
   return v as boolean;
